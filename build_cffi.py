@@ -1,0 +1,68 @@
+"""cffi (API mode) binding of the C core, and the one list of core sources and compiler flags.
+
+setup.py imports CORE_SOURCES / EXTRA_COMPILE_ARGS from here so both bindings compile the same core
+with the same flags.  The cdef below mirrors csrc/nlm.h (the only public header).
+"""
+import glob
+import os
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE_SOURCES = sorted(
+    os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.c"), recursive=True)
+)
+INCLUDE_DIRS = ["csrc"]
+# Determinism: no contraction into FMA, no fast-math, no -march.  -O2 is the optimised build.
+EXTRA_COMPILE_ARGS = ["-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-unsafe-math-optimizations",
+                      "-fexcess-precision=standard", "-std=gnu11", "-Wall", "-Wno-unused-function"]
+DEFINE_MACROS = [("NLM_NO_SIMD", "1")] if os.environ.get("NLMCODEC_NO_SIMD") == "1" else []
+
+CDEF = """
+typedef int32_t nlm_status;
+const char* nlm_error_name(int code);
+
+/* lexer */
+typedef struct {
+    uint32_t off; uint32_t len; uint32_t gap_off; uint32_t gap_len;
+    uint8_t kind; uint8_t ccase; uint8_t gap; uint8_t pad;
+} NlmLexToken;
+int64_t nlm_lex(const uint8_t* src, size_t n, NlmLexToken* out, size_t cap);
+int64_t nlm_unlex_size(const uint8_t* src, size_t n);
+
+/* model + codec context */
+typedef struct NlmCodec NlmCodec;
+typedef struct {
+    int32_t V, D, H, C;
+    int32_t seg_len;
+    float lr, decay, eps;
+} NlmConfig;
+size_t nlm_param_count(const NlmConfig* cfg);
+NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
+                        const uint8_t* vocab_blob, size_t vocab_blob_len,
+                        const int32_t* class_start,
+                        const uint8_t* speller_prime, size_t speller_prime_len,
+                        int adapt, int* err);
+void nlm_codec_free(NlmCodec* c);
+int nlm_codec_reset(NlmCodec* c);
+int nlm_codec_save(NlmCodec* c);
+int nlm_codec_restore(NlmCodec* c);
+int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);
+const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* len);
+int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
+int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
+"""
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF)
+ffibuilder.set_source(
+    "nlmcodec._nlm_cffi",
+    '#include "nlm.h"',
+    sources=CORE_SOURCES,
+    include_dirs=INCLUDE_DIRS,
+    extra_compile_args=EXTRA_COMPILE_ARGS,
+    define_macros=DEFINE_MACROS,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

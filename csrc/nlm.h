@@ -1,0 +1,134 @@
+/* nlm.h: the only public header of the nlmcodec C core.
+ *
+ * The core turns a block of bytes into a range-coded payload and back, driven by a word-level Elman RNN
+ * (class-factored softmax, case and gap heads), a spelling cache and an adaptive speller.  It knows
+ * nothing of Python, files or frames: the Python layer (python/nlmcodec/_frame.py) owns the container,
+ * the block table, the checksum and the fallback to stored/lzma blocks.
+ *
+ * Both bindings (Cython python/nlmcodec/_nlm_cy.pyx, cffi build_cffi.py) wrap exactly these functions.
+ * Format: codec/FORMAT.md.  Module layout and dependency rule: csrc/README.md.
+ *
+ * Errors: functions returning int / int64_t return a negative NLM_ERR_* code on failure (see
+ * nlm_error_name); the library never prints, never exits, never aborts on bad input.
+ */
+#ifndef NLM_H
+#define NLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors: stable numbers, never reused ---- */
+#define NLM_ERR_LIST(X)                                                   \
+    X(NLM_OK, 0, "ok")                                                    \
+    X(NLM_ERR_NOMEM, -1, "out of memory")                                 \
+    X(NLM_ERR_CONFIG, -2, "invalid model configuration")                  \
+    X(NLM_ERR_VOCAB, -3, "invalid vocabulary")                            \
+    X(NLM_ERR_CORRUPT, -4, "corrupt payload")                             \
+    X(NLM_ERR_DST_SIZE, -5, "decoded size does not match the block size") \
+    X(NLM_ERR_CAPACITY, -6, "output buffer too small")                    \
+    X(NLM_ERR_STATE, -7, "invalid call sequence")                         \
+    X(NLM_ERR_SELFTEST, -8, "arithmetic self-test failed (non-IEEE floating point environment)")
+
+enum {
+#define NLM_X_ENUM(name, value, msg) name = value,
+    NLM_ERR_LIST(NLM_X_ENUM)
+#undef NLM_X_ENUM
+};
+
+/* Name and message of an error code ("unknown error" for codes not in the list). */
+const char* nlm_error_name(int code);
+
+/* ---- lexer (codec/FORMAT.md §1) ---- */
+/* One token.  Body bytes are src[off, off+len) in their original case; the gap bytes (whitespace before
+ * the body) are src[gap_off, gap_off+gap_len).  kind: 0 END, 1 WORD, 2 NUMBER, 3 SYMBOL. */
+typedef struct {
+    uint32_t off, len;         /* body, original bytes */
+    uint32_t gap_off, gap_len; /* whitespace before the body */
+    uint8_t kind;              /* NLM_KIND_* */
+    uint8_t ccase;             /* 0 lower, 1 Capitalised, 2 UPPER, 3 verbatim */
+    uint8_t gap;               /* gap symbol 0..7 (7 = literal run) */
+    uint8_t pad;
+} NlmLexToken;
+
+#define NLM_KIND_END 0
+#define NLM_KIND_WORD 1
+#define NLM_KIND_NUMBER 2
+#define NLM_KIND_SYMBOL 3
+#define NLM_NCASE 4
+#define NLM_NGAP 8
+#define NLM_MAX_WORD 32
+#define NLM_MAX_NUMBER 16
+
+/* Lex src[0..n) into out[0..cap).  The last token is always END.  Returns the number of tokens, or
+ * NLM_ERR_CAPACITY if cap is too small (n + 1 tokens always suffice). */
+int64_t nlm_lex(const uint8_t* src, size_t n, NlmLexToken* out, size_t cap);
+
+/* ---- model and codec context ---- */
+typedef struct {
+    int32_t V, D, H, C; /* vocabulary, embedding, hidden, classes; D and H multiples of 16 */
+    int32_t seg_len;    /* dynamic evaluation: tokens per update segment (>= 1) */
+    float lr;           /* dynamic evaluation step size */
+    float decay;        /* decay toward the trained weights per update */
+    float eps;          /* RMS normaliser floor */
+} NlmConfig;
+
+/* Number of floats in the parameter block of codec/FORMAT.md §2. */
+size_t nlm_param_count(const NlmConfig* cfg);
+
+typedef struct NlmCodec NlmCodec;
+
+/* Create a codec context.
+ *  params:        nlm_param_count(cfg) floats, copied (the context keeps its own working copy).
+ *  ms:            14 floats, the training RMS gradient of each tensor in §2 order (used when adapt).
+ *  vocab_blob:    V bodies, each as one length byte then the bytes; ids in order.  Ids 0 and 1 (<unk>,
+ *                 <end>) have length 0.
+ *  class_start:   C + 1 ids, class_start[0] = 0, class_start[C] = V, non-decreasing, no empty class.
+ *  speller_prime: words separated by '\n', fed to the speller once at creation.
+ *  adapt:         1 = dynamic evaluation, 0 = static.
+ * Returns NULL and sets *err on failure. */
+NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
+                        const uint8_t* vocab_blob, size_t vocab_blob_len, const int32_t* class_start,
+                        const uint8_t* speller_prime, size_t speller_prime_len, int adapt, int* err);
+void nlm_codec_free(NlmCodec* c);
+
+/* Back to the start-of-frame state: trained weights, h = 0, empty cache, primed speller. */
+int nlm_codec_reset(NlmCodec* c);
+
+/* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
+ * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
+ * so the decoder, which never sees that attempt, stays in step. */
+int nlm_codec_save(NlmCodec* c);
+int nlm_codec_restore(NlmCodec* c);
+
+/* Encode one block with the word model.  Returns the payload size (>= 0) and makes the payload
+ * available through nlm_codec_output until the next call; negative on error. */
+int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);
+const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* len);
+
+/* Decode one block payload into exactly dst_len bytes.  Returns dst_len, or NLM_ERR_CORRUPT /
+ * NLM_ERR_DST_SIZE when the payload does not decode to dst_len bytes. */
+int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
+
+/* Statistics of everything coded since nlm_codec_reset, in bits (−log2 of the quantised probability of
+ * each coded symbol; computed for reporting only, never fed back into coding).  out[NLM_STAT_*]. */
+#define NLM_STAT_TOKENS 0
+#define NLM_STAT_WORD_BITS 1      /* class + word stages of in-vocabulary tokens and <end> */
+#define NLM_STAT_UNK_TOKENS 2
+#define NLM_STAT_UNK_BITS 3       /* class + word stages of <unk> tokens */
+#define NLM_STAT_CACHE_HITS 4
+#define NLM_STAT_CACHE_BITS 5     /* cache symbol (hit or escape) */
+#define NLM_STAT_SPELLED 6
+#define NLM_STAT_SPELL_BITS 7     /* speller */
+#define NLM_STAT_CASE_BITS 8
+#define NLM_STAT_GAP_BITS 9       /* gap symbol + literal runs */
+#define NLM_STAT_COUNT 10
+int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLM_H */
