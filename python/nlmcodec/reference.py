@@ -1,0 +1,303 @@
+"""Numpy reference of the model arithmetic of codec/FORMAT.md §2 (forward, loss, backward).
+
+Batched over B independent streams of T tokens, dtype-generic (float32 for training, float64 for
+gradient checks).  This is *not* the bit-exact codec arithmetic (that lives in csrc/kernels with the
+16-lane canonical dot products and polynomial exp/tanh); it computes the same functions with numpy/BLAS
+and is the definition the C engine's forward/backward are tested against to within float tolerance.
+
+Token stream conventions (one entry per token, arrays of shape (B, T)):
+
+* ``w``     body id (0 ``<unk>``, 1 ``<end>``, ...), the word stage target and the input body;
+* ``case``  case symbol 0..3 (0 for non-words and ``<end>``), input of the transition;
+* ``gap``   gap symbol 0..7, target of the gap head and input of the transition;
+* ``case_coded``  bool: the case is coded for this token (a WORD without an ASCII capital, i.e. case
+  0..2 of kind 1); its loss is −ln of the case distribution restricted to symbols 0..2.
+
+Token ``t`` is predicted from the state ``h_t`` (``h_0`` = the initial state passed in), then the
+state advances with token ``t``: ``h_{t+1} = tanh(Wx·x_t + Wh·h_t + bh)``.
+
+Loss of a token = −ln P(class) − ln P(word | class) − [case_coded] ln P3(case) − ln P(gap), summed over
+all tokens (``mask`` may exclude tokens, e.g. padding; the transition still runs).
+
+Backward is truncated BPTT within the T steps: the gradient of the returned final state is not an
+input (it is treated as zero), which is what training with carried state and dynamic evaluation use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
+NCASE = 4
+NGAP = 8
+
+
+def shapes(V: int, D: int, H: int, C: int):
+    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order."""
+    return [
+        ("E", (V, D)),
+        ("Ecase", (NCASE, D)),
+        ("Egap", (NGAP, D)),
+        ("Wx", (H, D)),
+        ("Wh", (H, H)),
+        ("bh", (H,)),
+        ("Wc", (C, H)),
+        ("bc", (C,)),
+        ("Wo", (V, H)),
+        ("bo", (V,)),
+        ("Uc", (NCASE, H)),
+        ("Bc", (V, NCASE)),
+        ("Ug", (NGAP, H)),
+        ("Bg", (V, NGAP)),
+    ]
+
+
+def param_count(V: int, D: int, H: int, C: int) -> int:
+    return int(sum(int(np.prod(s)) for _, s in shapes(V, D, H, C)))
+
+
+def split_params(flat: np.ndarray, V: int, D: int, H: int, C: int) -> list:
+    """Views (no copy) of the 14 tensors inside the flat block, in §2 order."""
+    flat = np.asarray(flat)
+    n = param_count(V, D, H, C)
+    if flat.ndim != 1 or flat.shape[0] != n:
+        raise ValueError(f"parameter block has {flat.shape} entries, expected ({n},)")
+    out, o = [], 0
+    for _, s in shapes(V, D, H, C):
+        k = int(np.prod(s))
+        out.append(flat[o:o + k].reshape(s))
+        o += k
+    return out
+
+
+def join_params(tensors, dtype=None) -> np.ndarray:
+    """Flat block from the 14 tensors (a list in §2 order or a dict by name)."""
+    if isinstance(tensors, dict):
+        tensors = [tensors[n] for n in NAMES]
+    if len(tensors) != len(NAMES):
+        raise ValueError("need 14 tensors")
+    dt = dtype or np.result_type(*[np.asarray(t).dtype for t in tensors])
+    return np.concatenate([np.asarray(t, dtype=dt).reshape(-1) for t in tensors])
+
+
+def init_params(V: int, D: int, H: int, C: int, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
+    """A sensible random initialisation (uniform, fan-in scaled; biases zero)."""
+    ts = []
+    for name, s in shapes(V, D, H, C):
+        if name in ("bh", "bc", "bo", "Bc", "Bg"):
+            t = np.zeros(s)
+        elif name in ("E", "Ecase", "Egap"):
+            t = rng.uniform(-0.1, 0.1, s)
+        elif name == "Wh":
+            # near-orthogonal recurrent matrix scaled below 1
+            q, _ = np.linalg.qr(rng.standard_normal((H, H)))
+            t = 0.9 * q
+        else:
+            fan_in = s[1]
+            a = np.sqrt(3.0 / fan_in)
+            t = rng.uniform(-a, a, s)
+        ts.append(t)
+    return join_params(ts, dtype=dtype)
+
+
+def class_of(class_start: np.ndarray, V: int) -> np.ndarray:
+    """Class index of every id 0..V-1."""
+    cs = np.asarray(class_start, dtype=np.int64)
+    return (np.searchsorted(cs, np.arange(V), side="right") - 1).astype(np.int32)
+
+
+def _log_softmax(z):
+    m = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - m)
+    s = e.sum(axis=-1, keepdims=True)
+    return z - m - np.log(s), e / s
+
+
+class Model:
+    """Bundle of sizes + class map for the reference computations."""
+
+    def __init__(self, V, D, H, C, class_start):
+        self.V, self.D, self.H, self.C = int(V), int(D), int(H), int(C)
+        self.class_start = np.asarray(class_start, dtype=np.int64)
+        if self.class_start.shape != (self.C + 1,) or self.class_start[0] != 0 or self.class_start[-1] != self.V:
+            raise ValueError("bad class_start")
+        if np.any(np.diff(self.class_start) <= 0):
+            raise ValueError("empty class")
+        self.cls = class_of(self.class_start, self.V)
+
+    def split(self, flat):
+        return split_params(flat, self.V, self.D, self.H, self.C)
+
+    @property
+    def n_params(self):
+        return param_count(self.V, self.D, self.H, self.C)
+
+
+def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded, h0=None, mask=None,
+                     need_grad: bool = True, return_parts: bool = False):
+    """Forward over (B, T) tokens from h0, loss, and (optionally) the truncated-BPTT gradient.
+
+    Returns (loss, grad_flat or None, h_T) or, with return_parts, (loss, grad, h_T, parts) where parts
+    is a dict of summed losses {'class','word','case','gap'} and counts {'tokens','unk'}.
+    The loss is a sum (not a mean) over unmasked tokens, in params.dtype.
+    """
+    V, D, H, C = model.V, model.D, model.H, model.C
+    dt = params.dtype
+    E, Ecase, Egap, Wx, Wh, bh, Wc, bc, Wo, bo, Uc, Bc, Ug, Bg = model.split(params)
+    w = np.asarray(w)
+    if w.ndim == 1:
+        w = w[None]
+        case, gap, case_coded = (np.asarray(a)[None] for a in (case, gap, case_coded))
+        if mask is not None:
+            mask = np.asarray(mask)[None]
+    B, T = w.shape
+    # time-major flattening: n = t*B + b
+    wf = np.ascontiguousarray(w.T).reshape(-1).astype(np.int64)
+    kf = np.ascontiguousarray(np.asarray(case).T).reshape(-1).astype(np.int64)
+    gf = np.ascontiguousarray(np.asarray(gap).T).reshape(-1).astype(np.int64)
+    ccf = np.ascontiguousarray(np.asarray(case_coded).T).reshape(-1).astype(bool)
+    mf = None if mask is None else np.ascontiguousarray(np.asarray(mask).T).reshape(-1).astype(bool)
+    N = B * T
+
+    if h0 is None:
+        h0 = np.zeros((B, H), dtype=dt)
+    hs = np.empty((T + 1, B, H), dtype=dt)
+    hs[0] = h0
+    X = E[wf] + Ecase[kf]
+    X += Egap[gf]                                  # (N, D), order E + Ecase + Egap
+    XW = (X @ Wx.T).reshape(T, B, H)
+    WhT = Wh.T
+    for t in range(T):
+        a = XW[t] + hs[t] @ WhT
+        a += bh
+        np.tanh(a, out=hs[t + 1])
+    P = hs[:T].reshape(N, H)                       # predictor state of every token
+
+    wt = mf.astype(dt) if mf is not None else None   # token weights (mask)
+    parts = {}
+    cls = model.cls[wf]
+    # ---- class head
+    Zc = P @ Wc.T
+    Zc += bc
+    lp, sm = _log_softmax(Zc)
+    lc = -lp[np.arange(N), cls]
+    if wt is not None:
+        lc = lc * wt
+    parts["class"] = lc.sum()
+    if need_grad:
+        dZc = sm
+        dZc[np.arange(N), cls] -= 1
+        if wt is not None:
+            dZc *= wt[:, None]
+        dP = dZc @ Wc
+        dWc = dZc.T @ P
+        dbc = dZc.sum(0)
+    # ---- word-in-class head, grouped by class
+    order = np.argsort(cls, kind="stable")
+    scls = cls[order]
+    bounds = np.searchsorted(scls, np.arange(C + 1))
+    present = np.nonzero(bounds[1:] > bounds[:-1])[0]
+    lw_total = dt.type(0)
+    if need_grad:
+        dWo = np.zeros_like(Wo)
+        dbo = np.zeros_like(bo)
+    cs = model.class_start
+    for c in present:
+        idx = order[bounds[c]:bounds[c + 1]]
+        a_, b_ = cs[c], cs[c + 1]
+        Pc = P[idx]
+        Z = Pc @ Wo[a_:b_].T
+        Z += bo[a_:b_]
+        lpw, smw = _log_softmax(Z)
+        loc = wf[idx] - a_
+        lw = -lpw[np.arange(len(idx)), loc]
+        if wt is not None:
+            lw = lw * wt[idx]
+        lw_total = lw_total + lw.sum()
+        if need_grad:
+            dZ = smw
+            dZ[np.arange(len(idx)), loc] -= 1
+            if wt is not None:
+                dZ *= wt[idx][:, None]
+            dP[idx] += dZ @ Wo[a_:b_]
+            dWo[a_:b_] += dZ.T @ Pc
+            dbo[a_:b_] += dZ.sum(0)
+    parts["word"] = lw_total
+    # ---- case head (symbols 0..2, coded tokens only)
+    ccw = ccf if mf is None else (ccf & mf)
+    Zk = P @ Uc.T
+    Zk += Bc[wf]
+    lpk, smk = _log_softmax(Zk[:, :3])
+    kk = np.minimum(kf, 2)
+    lk = -lpk[np.arange(N), kk]
+    parts["case"] = (lk * ccw).sum()
+    # ---- gap head
+    Zg = P @ Ug.T
+    Zg += Bg[wf]
+    lpg, smg = _log_softmax(Zg)
+    lg = -lpg[np.arange(N), gf]
+    if wt is not None:
+        lg = lg * wt
+    parts["gap"] = lg.sum()
+    loss = parts["class"] + parts["word"] + parts["case"] + parts["gap"]
+    parts["tokens"] = int(N if mf is None else mf.sum())
+    parts["unk"] = int(((wf == 0) if mf is None else ((wf == 0) & mf)).sum())
+
+    if not need_grad:
+        return (loss, None, hs[T].copy(), parts) if return_parts else (loss, None, hs[T].copy())
+
+    dZk = np.zeros((N, NCASE), dtype=dt)
+    dZk[:, :3] = smk
+    dZk[np.arange(N), kk] -= 1
+    dZk *= ccw[:, None].astype(dt)
+    dP += dZk @ Uc
+    dUc = dZk.T @ P
+    dBc = np.zeros_like(Bc)
+    np.add.at(dBc, wf, dZk)
+
+    dZg = smg
+    dZg[np.arange(N), gf] -= 1
+    if wt is not None:
+        dZg *= wt[:, None]
+    dP += dZg @ Ug
+    dUg = dZg.T @ P
+    dBg = np.zeros_like(Bg)
+    np.add.at(dBg, wf, dZg)
+
+    # ---- BPTT.  G[t] = dL/dh_t for t = 1..T (G[T] = 0: truncated), dA[t-1] = G[t] (1 - h_t^2)
+    dP = dP.reshape(T, B, H)
+    dA = np.empty((T, B, H), dtype=dt)
+    g = np.zeros((B, H), dtype=dt)
+    for t in range(T, 0, -1):
+        da = g * (1 - hs[t] * hs[t])
+        dA[t - 1] = da
+        g = dP[t - 1] + da @ Wh
+    dAf = dA.reshape(N, H)
+    dWh = dAf.T @ hs[:T].reshape(N, H)
+    dWx = dAf.T @ X
+    dbh = dAf.sum(0)
+    dX = dAf @ Wx
+    dE = np.zeros_like(E)
+    np.add.at(dE, wf, dX)
+    dEcase = np.zeros_like(Ecase)
+    np.add.at(dEcase, kf, dX)
+    dEgap = np.zeros_like(Egap)
+    np.add.at(dEgap, gf, dX)
+
+    grad = join_params([dE, dEcase, dEgap, dWx, dWh, dbh, dWc, dbc, dWo, dbo, dUc, dBc, dUg, dBg], dtype=dt)
+    if return_parts:
+        return loss, grad, hs[T].copy(), parts
+    return loss, grad, hs[T].copy()
+
+
+def loss_fn(model, params, w, case, gap, case_coded, h0=None, mask=None):
+    """Loss only (sum), no gradient."""
+    return forward_backward(model, params, w, case, gap, case_coded, h0, mask, need_grad=False)[0]
+
+
+def token_probs(model: Model, params: np.ndarray, h: np.ndarray):
+    """Distributions from one state h (H,): (class probs (C,), word-in-class logits function,
+    case logits without the body bias, gap logits without the body bias).  For inspection/tests."""
+    E, Ecase, Egap, Wx, Wh, bh, Wc, bc, Wo, bo, Uc, Bc, Ug, Bg = model.split(params)
+    zc = Wc @ h + bc
+    return zc, (Wo @ h + bo), Uc @ h, Ug @ h
