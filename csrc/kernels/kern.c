@@ -1,0 +1,312 @@
+/* kern.c: dot, matvec and the elementwise backward/update kernels (see kern.h for the contracts).
+ *
+ * Owns the 16-lane canonical reduction order of codec/FORMAT.md §2 in three implementations: the scalar
+ * reference (the definition), SSE2 (four 4-lane registers = lanes 0-3, 4-7, 8-11, 12-15) and AVX2 (two
+ * 8-lane registers = lanes 0-7, 8-15), selected at run time.  The SIMD paths use mul then add (never FMA)
+ * and the same pairwise tree (+8, +4, +2, +1), so they give the scalar bits.  Elementwise kernels
+ * (axpy, outer products, the update) are exact at any width.  NLM_NO_SIMD builds the scalar code only.
+ */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+#include "../common/fpenv.h"
+#include "kern.h"
+
+#include <stddef.h>
+
+#if !defined(NLM_NO_SIMD) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
+#define KERN_X86 1
+#include <immintrin.h>
+#else
+#define KERN_X86 0
+#endif
+
+/* ---- scalar reference ---- */
+
+float kern_dot(const float* a, const float* b, int n) {
+    float acc[16];
+    for (int j = 0; j < 16; j++) acc[j] = 0.0f;
+    for (int i = 0; i < n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float p = a[i + j] * b[i + j];
+            acc[j] = acc[j] + p;
+        }
+    for (int j = 0; j < 8; j++) acc[j] = acc[j] + acc[j + 8];
+    for (int j = 0; j < 4; j++) acc[j] = acc[j] + acc[j + 4];
+    for (int j = 0; j < 2; j++) acc[j] = acc[j] + acc[j + 2];
+    return acc[0] + acc[1];
+}
+
+static void matvec_scalar(float* y, const float* W, const float* x, int rows, int cols) {
+    for (int r = 0; r < rows; r++) y[r] = kern_dot(W + (size_t)r * cols, x, cols);
+}
+
+static void axpy_scalar(float* y, float a, const float* x, int n) {
+    for (int i = 0; i < n; i++) {
+        float p = a * x[i];
+        y[i] = y[i] + p;
+    }
+}
+
+static void sgd_decay_scalar(float* th, const float* th0, const float* g, float step, float decay, int n) {
+    for (int i = 0; i < n; i++) {
+        float t = th0[i] - th[i];
+        float s = step * g[i];
+        float u = th[i] - s;
+        float v = decay * t;
+        th[i] = u + v;
+    }
+}
+
+static void decay_toward_scalar(float* th, const float* th0, float q, int n) {
+    for (int i = 0; i < n; i++) {
+        float t = th[i] - th0[i];
+        float v = t * q;
+        th[i] = th0[i] + v;
+    }
+}
+
+/* ---- x86 SIMD paths ---- */
+#if KERN_X86
+
+static int g_level_cap = 2;
+
+int kern_simd_level(void) {
+    int lvl = 1; /* SSE2 is baseline on x86-64 */
+    if (__builtin_cpu_supports("avx2")) lvl = 2;
+    return lvl < g_level_cap ? lvl : g_level_cap;
+}
+
+void kern_set_simd_cap(int cap) { g_level_cap = cap; }
+
+/* SSE2: r0..r3 hold lanes 0-3, 4-7, 8-11, 12-15.  +8: r0+=r2, r1+=r3; +4: r0+=r1; +2: movehl; +1. */
+static inline float sse_reduce16(__m128 r0, __m128 r1, __m128 r2, __m128 r3) {
+    r0 = _mm_add_ps(r0, r2);
+    r1 = _mm_add_ps(r1, r3);
+    r0 = _mm_add_ps(r0, r1);
+    r0 = _mm_add_ps(r0, _mm_movehl_ps(r0, r0));
+    r0 = _mm_add_ss(r0, _mm_shuffle_ps(r0, r0, 0x55));
+    return _mm_cvtss_f32(r0);
+}
+
+static void matvec_sse2(float* y, const float* W, const float* x, int rows, int cols) {
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const float* w0 = W + (size_t)r * cols;
+        const float* w1 = w0 + cols;
+        __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m128 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
+            __m128 x2 = _mm_loadu_ps(x + i + 8), x3 = _mm_loadu_ps(x + i + 12);
+            a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(w0 + i), x0));
+            a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(w0 + i + 4), x1));
+            a2 = _mm_add_ps(a2, _mm_mul_ps(_mm_loadu_ps(w0 + i + 8), x2));
+            a3 = _mm_add_ps(a3, _mm_mul_ps(_mm_loadu_ps(w0 + i + 12), x3));
+            b0 = _mm_add_ps(b0, _mm_mul_ps(_mm_loadu_ps(w1 + i), x0));
+            b1 = _mm_add_ps(b1, _mm_mul_ps(_mm_loadu_ps(w1 + i + 4), x1));
+            b2 = _mm_add_ps(b2, _mm_mul_ps(_mm_loadu_ps(w1 + i + 8), x2));
+            b3 = _mm_add_ps(b3, _mm_mul_ps(_mm_loadu_ps(w1 + i + 12), x3));
+        }
+        y[r] = sse_reduce16(a0, a1, a2, a3);
+        y[r + 1] = sse_reduce16(b0, b1, b2, b3);
+    }
+    for (; r < rows; r++) {
+        const float* w0 = W + (size_t)r * cols;
+        __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(w0 + i), _mm_loadu_ps(x + i)));
+            a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(w0 + i + 4), _mm_loadu_ps(x + i + 4)));
+            a2 = _mm_add_ps(a2, _mm_mul_ps(_mm_loadu_ps(w0 + i + 8), _mm_loadu_ps(x + i + 8)));
+            a3 = _mm_add_ps(a3, _mm_mul_ps(_mm_loadu_ps(w0 + i + 12), _mm_loadu_ps(x + i + 12)));
+        }
+        y[r] = sse_reduce16(a0, a1, a2, a3);
+    }
+}
+
+/* AVX2: A = lanes 0-7, B = lanes 8-15.  +8: A+B; +4: lo128+hi128; +2: movehl; +1: shuffle. */
+__attribute__((target("avx2"))) static inline float avx_reduce16(__m256 A, __m256 B) {
+    __m256 s = _mm256_add_ps(A, B);
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 0x55));
+    return _mm_cvtss_f32(t);
+}
+
+__attribute__((target("avx2"))) static void matvec_avx2(float* y, const float* W, const float* x, int rows,
+                                                        int cols) {
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const float* w0 = W + (size_t)r * cols;
+        const float* w1 = w0 + cols;
+        const float* w2 = w1 + cols;
+        const float* w3 = w2 + cols;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            __m256 xl = _mm256_loadu_ps(x + i), xh = _mm256_loadu_ps(x + i + 8);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i), xl));
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i + 8), xh));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(w1 + i), xl));
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(_mm256_loadu_ps(w1 + i + 8), xh));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(w2 + i), xl));
+            b2 = _mm256_add_ps(b2, _mm256_mul_ps(_mm256_loadu_ps(w2 + i + 8), xh));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(w3 + i), xl));
+            b3 = _mm256_add_ps(b3, _mm256_mul_ps(_mm256_loadu_ps(w3 + i + 8), xh));
+        }
+        y[r] = avx_reduce16(a0, b0);
+        y[r + 1] = avx_reduce16(a1, b1);
+        y[r + 2] = avx_reduce16(a2, b2);
+        y[r + 3] = avx_reduce16(a3, b3);
+    }
+    for (; r < rows; r++) {
+        const float* w0 = W + (size_t)r * cols;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i), _mm256_loadu_ps(x + i)));
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i + 8), _mm256_loadu_ps(x + i + 8)));
+        }
+        y[r] = avx_reduce16(a0, b0);
+    }
+}
+
+__attribute__((target("avx2"))) static void axpy_avx2(float* y, float a, const float* x, int n) {
+    __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
+    axpy_scalar(y + i, a, x + i, n - i);
+}
+
+/* y[k] += sum_r W[r][k]*d[r], r ascending, 32 columns kept in registers while r runs. */
+__attribute__((target("avx2"))) static void matvec_t_acc_avx2(float* y, const float* W, const float* d, int rows,
+                                                              int cols) {
+    int k = 0;
+    for (; k + 32 <= cols; k += 32) {
+        __m256 y0 = _mm256_loadu_ps(y + k), y1 = _mm256_loadu_ps(y + k + 8);
+        __m256 y2 = _mm256_loadu_ps(y + k + 16), y3 = _mm256_loadu_ps(y + k + 24);
+        for (int r = 0; r < rows; r++) {
+            const float* w = W + (size_t)r * cols + k;
+            __m256 dr = _mm256_set1_ps(d[r]);
+            y0 = _mm256_add_ps(y0, _mm256_mul_ps(_mm256_loadu_ps(w), dr));
+            y1 = _mm256_add_ps(y1, _mm256_mul_ps(_mm256_loadu_ps(w + 8), dr));
+            y2 = _mm256_add_ps(y2, _mm256_mul_ps(_mm256_loadu_ps(w + 16), dr));
+            y3 = _mm256_add_ps(y3, _mm256_mul_ps(_mm256_loadu_ps(w + 24), dr));
+        }
+        _mm256_storeu_ps(y + k, y0);
+        _mm256_storeu_ps(y + k + 8, y1);
+        _mm256_storeu_ps(y + k + 16, y2);
+        _mm256_storeu_ps(y + k + 24, y3);
+    }
+    for (; k + 8 <= cols; k += 8) {
+        __m256 y0 = _mm256_loadu_ps(y + k);
+        for (int r = 0; r < rows; r++)
+            y0 = _mm256_add_ps(y0, _mm256_mul_ps(_mm256_loadu_ps(W + (size_t)r * cols + k), _mm256_set1_ps(d[r])));
+        _mm256_storeu_ps(y + k, y0);
+    }
+    for (; k < cols; k++) {
+        float acc = y[k];
+        for (int r = 0; r < rows; r++) {
+            float p = W[(size_t)r * cols + k] * d[r];
+            acc = acc + p;
+        }
+        y[k] = acc;
+    }
+}
+
+__attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
+                                                           float decay, int n) {
+    __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_loadu_ps(th + i);
+        __m256 dt = _mm256_sub_ps(_mm256_loadu_ps(th0 + i), t);
+        __m256 u = _mm256_sub_ps(t, _mm256_mul_ps(vs, _mm256_loadu_ps(g + i)));
+        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, dt)));
+    }
+    sgd_decay_scalar(th + i, th0 + i, g + i, step, decay, n - i);
+}
+
+__attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const float* th0, float q, int n) {
+    __m256 vq = _mm256_set1_ps(q);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 z = _mm256_loadu_ps(th0 + i);
+        __m256 t = _mm256_sub_ps(_mm256_loadu_ps(th + i), z);
+        _mm256_storeu_ps(th + i, _mm256_add_ps(z, _mm256_mul_ps(t, vq)));
+    }
+    decay_toward_scalar(th + i, th0 + i, q, n - i);
+}
+
+#define KERN_LEVEL() kern_simd_level()
+#else /* !KERN_X86 */
+int kern_simd_level(void) { return 0; }
+void kern_set_simd_cap(int cap) { (void)cap; }
+#define KERN_LEVEL() 0
+#endif
+
+/* ---- dispatch ---- */
+
+void kern_matvec(float* y, const float* W, const float* x, int rows, int cols) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 2) {
+        matvec_avx2(y, W, x, rows, cols);
+        return;
+    }
+    if (lvl >= 1) {
+        matvec_sse2(y, W, x, rows, cols);
+        return;
+    }
+#endif
+    matvec_scalar(y, W, x, rows, cols);
+}
+
+void kern_axpy(float* y, float a, const float* x, int n) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        axpy_avx2(y, a, x, n);
+        return;
+    }
+#endif
+    axpy_scalar(y, a, x, n);
+}
+
+void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int cols) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        matvec_t_acc_avx2(y, W, d, rows, cols);
+        return;
+    }
+#endif
+    for (int r = 0; r < rows; r++) axpy_scalar(y, d[r], W + (size_t)r * cols, cols);
+}
+
+void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        for (int r = 0; r < rows; r++) axpy_avx2(G + (size_t)r * cols, d[r], x, cols);
+        return;
+    }
+#endif
+    for (int r = 0; r < rows; r++) axpy_scalar(G + (size_t)r * cols, d[r], x, cols);
+}
+
+void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        sgd_decay_avx2(th, th0, g, step, decay, n);
+        return;
+    }
+#endif
+    sgd_decay_scalar(th, th0, g, step, decay, n);
+}
+
+void kern_decay_toward(float* th, const float* th0, float q, int n) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        decay_toward_avx2(th, th0, q, n);
+        return;
+    }
+#endif
+    decay_toward_scalar(th, th0, q, n);
+}

@@ -1,0 +1,69 @@
+/* kern.h: the float kernels of the C core (codec/FORMAT.md §2).
+ *
+ * Owns every float reduction and transcendental on the coding path: the 16-lane canonical dot product,
+ * matrix-vector products, the elementwise update kernels used by the backward pass, and the exp/tanh
+ * polynomials.  Each kernel has a scalar reference and, on x86 unless NLM_NO_SIMD is defined, SSE2 and
+ * AVX2 paths chosen at run time; every path gives the same bits as the scalar code (no FMA; products are
+ * rounded, then added; only the canonical order).  Kernels know nothing of the model or the coder.
+ *
+ * The kernels do not touch the floating-point environment: callers (model/, coder/) wrap their exported
+ * entry points in nlm_fpenv_enter/leave (common/fpenv.h).  Argument order: outputs, inputs, dimensions.
+ * Shapes in comments: [rows][cols] row-major.
+ */
+#ifndef NLM_KERN_H
+#define NLM_KERN_H
+
+/* Dot product of a[n] and b[n], n a multiple of 16, in the 16-lane canonical order:
+ * acc[j] = 0; for i = 0, 16, ...: acc[j] = acc[j] + a[i+j]*b[i+j]; then acc[j] += acc[j+8] (j<8),
+ * acc[j] += acc[j+4] (j<4), acc[j] += acc[j+2] (j<2), acc[0] += acc[1]; result acc[0]. */
+float kern_dot(const float* a, const float* b, int n);
+
+/* y[rows] = W[rows][cols] · x[cols]: y[r] = kern_dot(W + r*cols, x, cols), cols a multiple of 16.
+ * Blocks four rows at a time on SIMD paths (per-row order unchanged).  y must not alias W or x. */
+void kern_matvec(float* y, const float* W, const float* x, int rows, int cols);
+
+/* y[n] = y[n] + a*x[n] elementwise (product rounded, then added).  Any n >= 0. */
+void kern_axpy(float* y, float a, const float* x, int n);
+
+/* y[cols] += W[rows][cols]^T · d[rows], accumulated one row at a time in ascending r:
+ * for r = 0..rows-1: y[k] = y[k] + W[r][k]*d[r].  Vectorised across k (elementwise, so exact at any
+ * width).  Any rows, cols >= 0.  y must not alias W or d. */
+void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int cols);
+
+/* G[rows][cols] += d[rows] ⊗ x[cols]: G[r][k] = G[r][k] + d[r]*x[k].  Any rows, cols >= 0. */
+void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols);
+
+/* Dynamic-evaluation update of n parameters (codec/FORMAT.md §6), elementwise:
+ * t = th0[i] - th[i]; th[i] = (th[i] - step*g[i]) + decay*t, with step = lr/(ms_t + eps) computed by the
+ * caller. */
+void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n);
+
+/* Lazy decay of n parameters by the factor q: th[i] = th0[i] + (th[i] - th0[i])*q. */
+void kern_decay_toward(float* th, const float* th0, float q, int n);
+
+/* exp(x), part of the format.  Exact expression (all float32, each step rounded):
+ *   x = min(max(x, -87), 88)
+ *   t = x * 1.44269504088896341f;  u = t + 12582912.0f;  f = u - 12582912.0f     (f = round(t), RNE)
+ *   r = x - f*0.693359375f;  r = r - f*(-2.12194440e-4f)                        (Cody–Waite)
+ *   z = r*r
+ *   p = 1.9875691500e-4f; p = p*r + 1.3981999507e-3f; p = p*r + 8.3334519073e-3f;
+ *   p = p*r + 4.1665795894e-2f; p = p*r + 1.6666665459e-1f; p = p*r + 5.0000001201e-1f   (Horner)
+ *   y = ((p*z) + r) + 1.0f
+ *   result = y * 2^f   (the float with exponent bits (int)f + 127, mantissa 0; f in [-126, 127])
+ * Max error about 1 ulp; never subnormal, never inf. */
+float kern_exp(float x);
+
+/* tanh(x), part of the format:  a = |x|, a = min(a, 9.0f);  t = 1.0f - 2.0f/(kern_exp(a + a) + 1.0f);
+ * result = t with the sign bit of x (so tanh(-0) = -0). */
+float kern_tanh(float x);
+
+/* Vector forms: y[i] = kern_exp(x[i]) / kern_tanh(x[i]) for i < n, any n.  y may equal x. */
+void kern_exp_vec(float* y, const float* x, int n);
+void kern_tanh_vec(float* y, const float* x, int n);
+
+/* Which path the dispatcher uses: 0 scalar, 1 SSE2, 2 AVX2 (for tests and benchmarks). */
+int kern_simd_level(void);
+/* Cap the run-time path (tests: force SSE2 on an AVX2 machine).  Not thread-safe; no-op without SIMD. */
+void kern_set_simd_cap(int cap);
+
+#endif /* NLM_KERN_H */
