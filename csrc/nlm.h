@@ -31,7 +31,8 @@ extern "C" {
     X(NLM_ERR_DST_SIZE, -5, "decoded size does not match the block size") \
     X(NLM_ERR_CAPACITY, -6, "output buffer too small")                    \
     X(NLM_ERR_STATE, -7, "invalid call sequence")                         \
-    X(NLM_ERR_SELFTEST, -8, "arithmetic self-test failed (non-IEEE floating point environment)")
+    X(NLM_ERR_SELFTEST, -8, "arithmetic self-test failed (non-IEEE floating point environment)") \
+    X(NLM_ERR_UNSUPPORTED, -9, "input not codable by the word model")
 
 enum {
 #define NLM_X_ENUM(name, value, msg) name = value,

@@ -1,0 +1,343 @@
+/* codec.c: the token step shared by encoder and decoder, block encode/decode, and the nlm.h entry points.
+ *
+ * Owns: codec/FORMAT.md §3 (what is coded per token, in which order) and the NlmCodec context.  The step
+ * function step_token() is the ONLY place that drives the model, the quantiser and the range coder; the
+ * encoder and the decoder differ only in Rc.decoding (the coder writes or reads each symbol).
+ * Not here: the lexer (lexer/), the model arithmetic (model/), the coder (coder/), the speller (speller/),
+ * the frame (python/nlmcodec/_frame.py).
+ *
+ * Per token (FORMAT.md §3): class -> word in class -> [unknown body: cache/speller] -> [case] -> gap
+ * [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].
+ */
+#include <math.h> /* log2: statistics only, never feeds coding */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fpenv.h"   /* nlm_fpenv_enter, nlm_fpenv_leave */
+#include "coder/quant.h"    /* quant_freqs */
+#include "coder/rc.h"       /* Rc, rc_* */
+#include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
+#include "model/elman.h"    /* Elman, elman_* */
+#include "nlm.h"
+#include "speller/speller.h" /* Speller, speller_* */
+
+#define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
+#define MAX_GAP_RUN 65535
+#define MAX_PAST_END 16 /* a valid payload never makes the decoder read this far past its end */
+
+struct NlmCodec {
+    NlmConfig cfg;
+    int adapt;
+    Elman* model;
+    Speller* speller;
+    LexVocab vocab;
+    int32_t* class_start; /* [C+1] */
+    Rc rc;
+    int seg_fill;         /* tokens coded since the last update */
+    int seg_fill_saved;
+    double stats[NLM_STAT_COUNT];
+    double stats_saved[NLM_STAT_COUNT];
+    uint32_t* freq;       /* scratch, max(C, largest class, 8) */
+    NlmLexToken* toks;
+    size_t toks_cap;
+};
+
+const char* nlm_error_name(int code) {
+    switch (code) {
+#define NLM_X_CASE(name, value, msg) \
+    case value:                      \
+        return msg;
+        NLM_ERR_LIST(NLM_X_CASE)
+#undef NLM_X_CASE
+    }
+    return "unknown error";
+}
+
+/* ---- helpers ---- */
+
+static double bits_of(const uint32_t* f, int sym, uint32_t F) { return log2((double)F / (double)f[sym]); }
+
+/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3 step 3). */
+static int body_kind(const uint8_t* b, int n) {
+    if (n == 0) return NLM_KIND_END;
+    NlmLexToken t[2];
+    /* The lexer applied to the body alone gives its kind: a body is exactly one token. */
+    if (nlm_lex(b, (size_t)n, t, 2) < 1) return NLM_KIND_SYMBOL;
+    return t[0].kind;
+}
+
+static int code_symbol(NlmCodec* c, const float* z, int n, int* sym, double* stat) {
+    uint32_t F = quant_freqs(c->freq, z, n);
+    int r = rc_code_freqs(&c->rc, c->freq, n, F, sym);
+    if (r < 0) return r;
+    if (*sym < 0 || *sym >= n) return NLM_ERR_CORRUPT;
+    if (stat) *stat += bits_of(c->freq, *sym, F);
+    return NLM_OK;
+}
+
+/* One token (FORMAT.md §3).  Encoder: t is read.  Decoder: t is written.  body/blen: the body as sent
+ * (lowercased for cases 0-2), gap bytes in gapbuf for literal gaps. */
+typedef struct {
+    int32_t w;
+    uint8_t body[MAX_BODY];
+    int blen;
+    int ccase;
+    int gap;
+    uint8_t* gapbuf; /* literal run (encoder: points into the input; decoder: scratch) */
+    int glen;
+} StepTok;
+
+static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
+    const int dec = c->rc.decoding;
+    double* st = c->stats;
+    int r, cls, j, n;
+
+    /* 1. class */
+    const float* zc = elman_class_logits(c->model);
+    cls = dec ? 0 : elman_class_of(c->model, t->w);
+    double cbits = 0;
+    if ((r = code_symbol(c, zc, c->cfg.C, &cls, &cbits)) < 0) return r;
+    /* 2. word within the class */
+    const float* zw = elman_word_logits(c->model, cls, &n);
+    j = dec ? 0 : t->w - c->class_start[cls];
+    if ((r = code_symbol(c, zw, n, &j, &cbits)) < 0) return r;
+    t->w = c->class_start[cls] + j;
+    st[NLM_STAT_TOKENS] += 1;
+    if (t->w == 0) st[NLM_STAT_UNK_TOKENS] += 1, st[NLM_STAT_UNK_BITS] += cbits;
+    else st[NLM_STAT_WORD_BITS] += cbits;
+
+    /* 3. body */
+    if (t->w == 0) {
+        int hit = 0;
+        double b2[2] = {0, 0};
+        if ((r = speller_code_unknown(c->speller, &c->rc, t->body, &t->blen, MAX_BODY, &hit, b2)) < 0) return r;
+        if (t->blen < 1 || t->blen > MAX_BODY) return NLM_ERR_CORRUPT;
+        st[NLM_STAT_CACHE_HITS] += hit;
+        st[NLM_STAT_SPELLED] += !hit;
+        st[NLM_STAT_CACHE_BITS] += b2[0];
+        st[NLM_STAT_SPELL_BITS] += b2[1];
+    } else if (dec) {
+        t->blen = t->w == 1 ? 0 : c->vocab.blen[t->w];
+        memcpy(t->body, c->vocab.body[t->w], (size_t)t->blen);
+    }
+
+    /* 4. case: words only; a body with an ASCII capital is verbatim and its case is implied */
+    int kind = t->w == 1 ? NLM_KIND_END : body_kind(t->body, t->blen);
+    int case_coded = 0;
+    if (kind == NLM_KIND_WORD) {
+        if (lex_has_upper(t->body, t->blen)) {
+            t->ccase = 3;
+        } else {
+            case_coded = 1;
+            if (dec) t->ccase = 0;
+            if ((r = code_symbol(c, elman_case_logits(c->model, t->w), 3, &t->ccase, &st[NLM_STAT_CASE_BITS])) < 0)
+                return r;
+        }
+    } else {
+        t->ccase = 0;
+    }
+
+    /* 5. gap (+ literal run) */
+    if ((r = code_symbol(c, elman_gap_logits(c->model, t->w), NLM_NGAP, &t->gap, &st[NLM_STAT_GAP_BITS])) < 0)
+        return r;
+    if (t->gap == 7) {
+        if (dec) t->gapbuf = gap_scratch;
+        if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN, &st[NLM_STAT_GAP_BITS])) < 0)
+            return r;
+        if (t->glen < 1) return NLM_ERR_CORRUPT;
+    }
+
+    /* 6. advance; 7. dynamic update at the end of a segment */
+    elman_advance(c->model, t->w, t->ccase, t->gap, case_coded);
+    if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
+        elman_end_segment(c->model);
+        c->seg_fill = 0;
+    }
+    return NLM_OK;
+}
+
+static void end_block(NlmCodec* c) {
+    if (c->adapt && c->seg_fill > 0) {
+        elman_end_segment(c->model);
+        c->seg_fill = 0;
+    }
+}
+
+/* ---- entry points ---- */
+
+NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms, const uint8_t* vocab_blob,
+                        size_t vocab_blob_len, const int32_t* class_start, const uint8_t* speller_prime,
+                        size_t speller_prime_len, int adapt, int* err) {
+    int e = NLM_OK;
+    NlmCodec* c = NULL;
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    if (!cfg || cfg->V < 2 || cfg->C < 1 || cfg->C > cfg->V || cfg->D < 16 || cfg->H < 16 || cfg->D % 16 ||
+        cfg->H % 16 || cfg->seg_len < 1 || cfg->V > (1 << 22) || cfg->D > 4096 || cfg->H > 4096) {
+        e = NLM_ERR_CONFIG;
+        goto fail;
+    }
+    if (class_start[0] != 0 || class_start[cfg->C] != cfg->V) { e = NLM_ERR_CONFIG; goto fail; }
+    int maxclass = 0;
+    for (int k = 0; k < cfg->C; k++) {
+        int sz = class_start[k + 1] - class_start[k];
+        if (sz < 1) { e = NLM_ERR_CONFIG; goto fail; }
+        if (sz > maxclass) maxclass = sz;
+    }
+    if (!(c = (NlmCodec*)calloc(1, sizeof *c))) { e = NLM_ERR_NOMEM; goto fail; }
+    rc_enc_init(&c->rc.enc);
+    c->cfg = *cfg;
+    c->adapt = adapt ? 1 : 0;
+    int fn = maxclass > cfg->C ? maxclass : cfg->C;
+    if (fn < NLM_NGAP) fn = NLM_NGAP;
+    c->freq = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)fn);
+    c->class_start = (int32_t*)malloc(sizeof(int32_t) * (size_t)(cfg->C + 1));
+    if (!c->freq || !c->class_start) { e = NLM_ERR_NOMEM; goto fail; }
+    memcpy(c->class_start, class_start, sizeof(int32_t) * (size_t)(cfg->C + 1));
+    if ((e = lex_vocab_init(&c->vocab, vocab_blob, vocab_blob_len, cfg->V)) < 0) goto fail;
+    for (int32_t id = 2; id < cfg->V; id++)
+        if (c->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
+    if (!(c->model = elman_new(cfg, params, ms, class_start, c->adapt))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->speller = speller_new(speller_prime, speller_prime_len))) { e = NLM_ERR_NOMEM; goto fail; }
+    nlm_fpenv_leave(&fe);
+    return c;
+fail:
+    nlm_fpenv_leave(&fe);
+    if (c) nlm_codec_free(c);
+    if (err) *err = e;
+    return NULL;
+}
+
+void nlm_codec_free(NlmCodec* c) {
+    if (!c) return;
+    if (c->model) elman_free(c->model);
+    if (c->speller) speller_free(c->speller);
+    lex_vocab_free(&c->vocab);
+    rc_enc_free(&c->rc.enc);
+    free(c->freq);
+    free(c->class_start);
+    free(c->toks);
+    free(c);
+}
+
+int nlm_codec_reset(NlmCodec* c) {
+    if (!c) return NLM_ERR_STATE;
+    elman_reset(c->model);
+    speller_reset(c->speller);
+    c->seg_fill = 0;
+    memset(c->stats, 0, sizeof c->stats);
+    return NLM_OK;
+}
+
+int nlm_codec_save(NlmCodec* c) {
+    if (!c) return NLM_ERR_STATE;
+    int r;
+    if ((r = elman_save(c->model)) < 0) return r;
+    if ((r = speller_save(c->speller)) < 0) return r;
+    c->seg_fill_saved = c->seg_fill;
+    memcpy(c->stats_saved, c->stats, sizeof c->stats);
+    return NLM_OK;
+}
+
+int nlm_codec_restore(NlmCodec* c) {
+    if (!c) return NLM_ERR_STATE;
+    int r;
+    if ((r = elman_restore(c->model)) < 0) return r;
+    if ((r = speller_restore(c->speller)) < 0) return r;
+    c->seg_fill = c->seg_fill_saved;
+    memcpy(c->stats, c->stats_saved, sizeof c->stats);
+    return NLM_OK;
+}
+
+int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
+    if (!c || (n && !src)) return NLM_ERR_STATE;
+    if (n > 0xFFFFFFF0u) return NLM_ERR_CAPACITY;
+    if (c->toks_cap < n + 1) {
+        free(c->toks);
+        c->toks_cap = n + 1;
+        if (!(c->toks = (NlmLexToken*)malloc(sizeof(NlmLexToken) * c->toks_cap))) { c->toks_cap = 0; return NLM_ERR_NOMEM; }
+    }
+    int64_t ntok = nlm_lex(src, n, c->toks, c->toks_cap);
+    if (ntok < 0) return ntok;
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    c->rc.decoding = 0;
+    rc_enc_reset(&c->rc.enc);
+    int64_t r = NLM_OK;
+    for (int64_t k = 0; k < ntok && r >= 0; k++) {
+        const NlmLexToken* lt = &c->toks[k];
+        StepTok t;
+        t.ccase = lt->ccase;
+        t.gap = lt->gap;
+        t.gapbuf = (uint8_t*)src + lt->gap_off;
+        t.glen = (int)lt->gap_len;
+        if (lt->gap == 7 && lt->gap_len > MAX_GAP_RUN) { r = NLM_ERR_UNSUPPORTED; break; }
+        t.blen = (int)lt->len;
+        if (lt->kind == NLM_KIND_END) {
+            t.w = 1;
+        } else {
+            memcpy(t.body, src + lt->off, lt->len);
+            if (lt->kind == NLM_KIND_WORD && lt->ccase < 3) lex_lower(t.body, t.body, t.blen);
+            t.w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(&c->vocab, t.body, t.blen);
+        }
+        r = step_token(c, &t, NULL);
+    }
+    if (r >= 0) {
+        end_block(c);
+        r = rc_enc_finish(&c->rc.enc);
+        if (r >= 0) r = (int64_t)c->rc.enc.len;
+    }
+    nlm_fpenv_leave(&fe);
+    return r;
+}
+
+const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* len) {
+    if (!c) { *len = 0; return NULL; }
+    *len = c->rc.enc.len;
+    return c->rc.enc.buf;
+}
+
+int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len) {
+    if (!c || (n && !src) || (dst_len && !dst)) return NLM_ERR_STATE;
+    uint8_t* gap_scratch = (uint8_t*)malloc(MAX_GAP_RUN);
+    if (!gap_scratch) return NLM_ERR_NOMEM;
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    c->rc.decoding = 1;
+    rc_dec_init(&c->rc.dec, src, n);
+    int64_t r = NLM_OK;
+    size_t pos = 0;
+    /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens. */
+    for (size_t k = 0; r >= 0; k++) {
+        if (k > dst_len) { r = NLM_ERR_CORRUPT; break; }
+        StepTok t;
+        t.gapbuf = NULL;
+        t.glen = 0;
+        t.blen = 0;
+        if ((r = step_token(c, &t, gap_scratch)) < 0) break;
+        int gl;
+        const uint8_t* g = t.gap == 7 ? t.gapbuf : lex_gap_bytes(t.gap, &gl);
+        if (t.gap == 7) gl = t.glen;
+        if ((size_t)gl + (size_t)t.blen > dst_len - pos) { r = NLM_ERR_CORRUPT; break; }
+        memcpy(dst + pos, g, (size_t)gl);
+        pos += (size_t)gl;
+        memcpy(dst + pos, t.body, (size_t)t.blen);
+        lex_recase(dst + pos, t.blen, t.ccase);
+        pos += (size_t)t.blen;
+        if (t.w == 1) break;
+        if (rc_dec_past_end(&c->rc.dec) > MAX_PAST_END) { r = NLM_ERR_CORRUPT; break; }
+    }
+    if (r >= 0) end_block(c);
+    if (r >= 0 && pos != dst_len) r = NLM_ERR_DST_SIZE;
+    if (r >= 0 && (rc_dec_past_end(&c->rc.dec) > MAX_PAST_END || rc_dec_finish(&c->rc.dec) < 0)) r = NLM_ERR_CORRUPT;
+    nlm_fpenv_leave(&fe);
+    free(gap_scratch);
+    return r < 0 ? r : (int64_t)dst_len;
+}
+
+int nlm_codec_stats(const NlmCodec* c, double* out, size_t n) {
+    if (!c || !out) return NLM_ERR_STATE;
+    size_t k = n < NLM_STAT_COUNT ? n : NLM_STAT_COUNT;
+    memcpy(out, c->stats, sizeof(double) * k);
+    return (int)k;
+}

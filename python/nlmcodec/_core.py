@@ -1,0 +1,80 @@
+"""Thin Python layer over the chosen binding: numpy views of lexer output, and the Codec wrapper.
+
+Nothing here runs per token: one call per block.  The lexer lives in C (csrc/lexer/lex.c) so that the
+codec and the training code share one tokenizer and the codec never loops over tokens in Python.
+"""
+import numpy as np
+
+from ._backend import backend, native
+from ._errors import NLMError, check
+
+TOKEN_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("gap_len", "<u4"),
+                        ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
+assert TOKEN_DTYPE.itemsize == native.TOKEN_SIZE
+
+KIND_END, KIND_WORD, KIND_NUMBER, KIND_SYMBOL = 0, 1, 2, 3
+STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "cache_bits",
+              "spelled", "spell_bits", "case_bits", "gap_bits")
+
+
+def lex_tokens(data):
+    """Lex bytes into a structured numpy array of tokens (TOKEN_DTYPE); the last token is END.
+
+    Fields: off/len (body bytes, original case), gap_off/gap_len (whitespace before the body),
+    kind (0 END, 1 WORD, 2 NUMBER, 3 SYMBOL), case (0 lower, 1 Capitalised, 2 UPPER, 3 verbatim),
+    gap (symbol 0..7, 7 = literal run).  See codec/FORMAT.md §1.
+    """
+    raw = check(native.lex(bytes(data) if not isinstance(data, bytes) else data), "lexer")
+    return np.frombuffer(raw, dtype=TOKEN_DTYPE)
+
+
+def unlex(data, tokens):
+    """Rebuild the bytes from tokens (a test helper: concatenates gap and body bytes)."""
+    out = bytearray()
+    for t in tokens:
+        out += data[t["gap_off"]:t["gap_off"] + t["gap_len"]]
+        out += data[t["off"]:t["off"] + t["len"]]
+    return bytes(out)
+
+
+def param_count(V, D, H, C):
+    return native.param_count(V, D, H, C)
+
+
+class Codec:
+    """A C codec context built from a Model (python/nlmcodec/_model.py).  Not thread-safe."""
+
+    def __init__(self, model, adapt):
+        cfg = model.config
+        conf = (int(cfg["V"]), int(cfg["D"]), int(cfg["H"]), int(cfg["C"]), int(cfg["seg_len"]),
+                float(cfg["lr"]), float(cfg["decay"]), float(cfg["eps"]))
+        vocab_blob = b"".join(bytes([len(b)]) + b for b in model.vocab)
+        self._c = native.Codec(conf, np.ascontiguousarray(model.params, dtype="<f4").tobytes(),
+                               np.ascontiguousarray(model.ms, dtype="<f4").tobytes(), vocab_blob,
+                               np.ascontiguousarray(model.class_start, dtype="<i4").tobytes(),
+                               bytes(model.speller_prime), int(bool(adapt)))
+        if not self._c.ok():
+            check(self._c.err or -2, "model")
+        self.adapt = bool(adapt)
+
+    def reset(self):
+        check(self._c.reset())
+
+    def save(self):
+        check(self._c.save())
+
+    def restore(self):
+        check(self._c.restore())
+
+    def encode_block(self, data):
+        """Payload bytes; raises NLMError if the word model cannot code this block."""
+        return check(self._c.encode_block(data), "encode")
+
+    def decode_block(self, payload, size):
+        return check(self._c.decode_block(payload, size), "corrupt block")
+
+    def stats(self):
+        return dict(zip(STAT_NAMES, check(self._c.stats())))
+
+
+__all__ = ["backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE"]

@@ -1,0 +1,79 @@
+"""cffi (API mode) binding of the C core: the same functions as the Cython extension _nlm_cy.
+
+The compiled module nlmcodec._nlm_cffi is built by build_cffi.py from the same csrc/ sources and flags.
+cffi releases the GIL around every C call in API mode.  Errors come back as negative codes; _core.py
+turns them into NLMError.
+"""
+from ._nlm_cffi import ffi, lib
+
+TOKEN_SIZE = ffi.sizeof("NlmLexToken")
+
+
+def error_name(code):
+    return ffi.string(lib.nlm_error_name(code)).decode()
+
+
+def lex(data):
+    n = len(data)
+    cap = n + 1
+    out = ffi.new("NlmLexToken[]", cap)
+    k = lib.nlm_lex(ffi.from_buffer(data), n, out, cap)
+    if k < 0:
+        return int(k)
+    return bytes(ffi.buffer(out, k * TOKEN_SIZE))
+
+
+def param_count(V, D, H, C):
+    cfg = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": 1})
+    return lib.nlm_param_count(cfg)
+
+
+class Codec:
+    """One NlmCodec context (model working copy, state, cache, speller)."""
+
+    def __init__(self, cfg, params, ms, vocab_blob, class_start, prime, adapt):
+        V, D, H, C, seg_len, lr, decay, eps = cfg
+        conf = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": seg_len,
+                                      "lr": lr, "decay": decay, "eps": eps})
+        err = ffi.new("int*")
+        c = lib.nlm_codec_new(conf, ffi.cast("const float*", ffi.from_buffer(params)),
+                              ffi.cast("const float*", ffi.from_buffer(ms)),
+                              ffi.from_buffer(vocab_blob), len(vocab_blob),
+                              ffi.cast("const int32_t*", ffi.from_buffer(class_start)),
+                              ffi.from_buffer(prime), len(prime), adapt, err)
+        self.err = err[0]
+        self.c = ffi.gc(c, lib.nlm_codec_free) if c != ffi.NULL else None
+
+    def ok(self):
+        return self.c is not None
+
+    def reset(self):
+        return lib.nlm_codec_reset(self.c)
+
+    def save(self):
+        return lib.nlm_codec_save(self.c)
+
+    def restore(self):
+        return lib.nlm_codec_restore(self.c)
+
+    def encode_block(self, data):
+        r = lib.nlm_encode_block(self.c, ffi.from_buffer(data), len(data))
+        if r < 0:
+            return int(r)
+        olen = ffi.new("size_t*")
+        o = lib.nlm_codec_output(self.c, olen)
+        return bytes(ffi.buffer(o, olen[0])) if olen[0] else b""
+
+    def decode_block(self, payload, dst_len):
+        out = ffi.new("uint8_t[]", max(dst_len, 1))
+        r = lib.nlm_decode_block(self.c, ffi.from_buffer(payload), len(payload), out, dst_len)
+        if r < 0:
+            return int(r)
+        return bytes(ffi.buffer(out, dst_len))
+
+    def stats(self):
+        buf = ffi.new("double[32]")
+        k = lib.nlm_codec_stats(self.c, buf, 32)
+        if k < 0:
+            return int(k)
+        return [buf[i] for i in range(k)]

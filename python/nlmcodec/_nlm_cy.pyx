@@ -1,0 +1,138 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Cython binding of the C core (csrc/nlm.h); the default backend.
+
+Mirrors python/nlmcodec/_nlm_cffi_glue.py function for function: _backend.py picks one of the two and
+the rest of the package sees the same names.  The GIL is released around every C call that scales with
+the input.  Errors come back as negative codes; _core.py turns them into NLMError (one error map).
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.string cimport memcpy
+
+cdef extern from "nlm.h" nogil:
+    const char* nlm_error_name(int code)
+    ctypedef struct NlmLexToken:
+        uint32_t off
+    int64_t nlm_lex(const uint8_t* src, size_t n, NlmLexToken* out, size_t cap)
+    ctypedef struct NlmConfig:
+        int32_t V, D, H, C, seg_len
+        float lr, decay, eps
+    ctypedef struct NlmCodec:
+        pass
+    size_t nlm_param_count(const NlmConfig* cfg)
+    NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
+                            const uint8_t* vocab_blob, size_t vocab_blob_len, const int32_t* class_start,
+                            const uint8_t* speller_prime, size_t speller_prime_len, int adapt, int* err)
+    void nlm_codec_free(NlmCodec* c)
+    int nlm_codec_reset(NlmCodec* c)
+    int nlm_codec_save(NlmCodec* c)
+    int nlm_codec_restore(NlmCodec* c)
+    int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n)
+    const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* length)
+    int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
+    int nlm_codec_stats(const NlmCodec* c, double* out, size_t n)
+
+TOKEN_SIZE = sizeof(NlmLexToken)
+
+
+def error_name(int code):
+    return nlm_error_name(code).decode()
+
+
+def lex(const uint8_t[::1] data):
+    """Tokens of data as the raw bytes of an NlmLexToken array (see _core.TOKEN_DTYPE)."""
+    cdef size_t n = data.shape[0]
+    cdef size_t cap = n + 1
+    buf = bytearray(cap * sizeof(NlmLexToken))
+    cdef uint8_t[::1] out = buf
+    cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
+    cdef int64_t k
+    with nogil:
+        k = nlm_lex(src, n, <NlmLexToken*>&out[0], cap)
+    if k < 0:
+        return int(k)
+    del buf[k * sizeof(NlmLexToken):]
+    return bytes(buf)
+
+
+def param_count(int V, int D, int H, int C):
+    cdef NlmConfig cfg
+    cfg.V = V; cfg.D = D; cfg.H = H; cfg.C = C; cfg.seg_len = 1
+    cfg.lr = 0; cfg.decay = 0; cfg.eps = 0
+    return nlm_param_count(&cfg)
+
+
+cdef class Codec:
+    """One NlmCodec context (model working copy, state, cache, speller)."""
+    cdef NlmCodec* c
+    cdef public int err
+
+    def __cinit__(self, tuple cfg, const uint8_t[::1] params, const uint8_t[::1] ms,
+                  const uint8_t[::1] vocab_blob, const uint8_t[::1] class_start,
+                  const uint8_t[::1] prime, int adapt):
+        cdef NlmConfig conf
+        cdef int err = 0
+        conf.V, conf.D, conf.H, conf.C, conf.seg_len, conf.lr, conf.decay, conf.eps = cfg
+        cdef const uint8_t* pp = &prime[0] if prime.shape[0] else <const uint8_t*>b""
+        with nogil:
+            self.c = nlm_codec_new(&conf, <const float*>&params[0], <const float*>&ms[0],
+                                   &vocab_blob[0], vocab_blob.shape[0], <const int32_t*>&class_start[0],
+                                   pp, prime.shape[0], adapt, &err)
+        if self.c == NULL:
+            self.err = err
+
+    def __dealloc__(self):
+        if self.c != NULL:
+            nlm_codec_free(self.c)
+            self.c = NULL
+
+    def ok(self):
+        return self.c != NULL
+
+    def reset(self):
+        return nlm_codec_reset(self.c)
+
+    def save(self):
+        cdef int r
+        with nogil:
+            r = nlm_codec_save(self.c)
+        return r
+
+    def restore(self):
+        cdef int r
+        with nogil:
+            r = nlm_codec_restore(self.c)
+        return r
+
+    def encode_block(self, const uint8_t[::1] data):
+        """Payload bytes, or a negative error code."""
+        cdef size_t n = data.shape[0]
+        cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
+        cdef int64_t r
+        cdef size_t olen = 0
+        cdef const uint8_t* o
+        with nogil:
+            r = nlm_encode_block(self.c, src, n)
+        if r < 0:
+            return int(r)
+        o = nlm_codec_output(self.c, &olen)
+        return o[:olen] if olen else b""
+
+    def decode_block(self, const uint8_t[::1] payload, size_t dst_len):
+        """Decoded bytes, or a negative error code."""
+        cdef size_t n = payload.shape[0]
+        cdef const uint8_t* src = &payload[0] if n else <const uint8_t*>b""
+        out = bytearray(dst_len if dst_len else 1)
+        cdef uint8_t[::1] dst = out
+        cdef int64_t r
+        with nogil:
+            r = nlm_decode_block(self.c, src, n, &dst[0], dst_len)
+        if r < 0:
+            return int(r)
+        return bytes(out[:dst_len])
+
+    def stats(self):
+        cdef double buf[32]
+        cdef int k = nlm_codec_stats(self.c, buf, 32)
+        if k < 0:
+            return int(k)
+        return [buf[i] for i in range(k)]
