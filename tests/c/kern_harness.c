@@ -1,0 +1,84 @@
+/* kern_harness.c: runs the csrc/kernels kernels on inputs read from a file and writes the raw result bits,
+ * for tests/test_kernels.py (which compares a SIMD -O2 build with an -O0 -DNLM_NO_SIMD build).
+ *
+ * Usage: kern_harness OP IN OUT [simd_cap]
+ *   OP = lin: IN = int32 rows, cols; float32 W[rows*cols], x[cols], d[rows], y0[cols]
+ *        OUT = matvec(W,x) [rows], kern_dot per row [rows], y0 + Wᵀd [cols], W + d⊗x [rows*cols],
+ *              y0 + d[0]*x [cols], sgd_decay(th=y0, th0=x, g=W[0], step=d[0], decay=d[1]) [cols],
+ *              decay_toward(th=y0, th0=x, q=d[2]) [cols]
+ *   OP = math: IN = int32 n; float32 x[n]
+ *        OUT = exp_vec [n], kern_exp [n], tanh_vec [n], kern_tanh [n]
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../csrc/common/fpenv.h"
+#include "../../csrc/kernels/kern.h"
+
+static void die(const char* s) {
+    fprintf(stderr, "kern_harness: %s\n", s);
+    exit(2);
+}
+
+static float* rdf(FILE* f, size_t n) {
+    float* p = malloc(n * 4 + 4);
+    if (fread(p, 4, n, f) != n) die("short read");
+    return p;
+}
+
+int main(int argc, char** argv) {
+    if (argc < 4) die("usage: kern_harness OP IN OUT [simd_cap]");
+    if (argc > 4) kern_set_simd_cap(atoi(argv[4]));
+    FILE* f = fopen(argv[2], "rb");
+    FILE* o = fopen(argv[3], "wb");
+    if (!f || !o) die("cannot open files");
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    if (!strcmp(argv[1], "lin")) {
+        int32_t dims[2];
+        if (fread(dims, 4, 2, f) != 2) die("short read");
+        int R = dims[0], K = dims[1];
+        float *W = rdf(f, (size_t)R * K), *x = rdf(f, K), *d = rdf(f, R), *y0 = rdf(f, K);
+        float* y = malloc((size_t)(R > K ? R : K) * 4);
+        kern_matvec(y, W, x, R, K);
+        fwrite(y, 4, R, o);
+        for (int r = 0; r < R; r++) y[r] = kern_dot(W + (size_t)r * K, x, K);
+        fwrite(y, 4, R, o);
+        memcpy(y, y0, (size_t)K * 4);
+        kern_matvec_t_acc(y, W, d, R, K);
+        fwrite(y, 4, K, o);
+        float* G = malloc((size_t)R * K * 4);
+        memcpy(G, W, (size_t)R * K * 4);
+        kern_outer_acc(G, d, x, R, K);
+        fwrite(G, 4, (size_t)R * K, o);
+        memcpy(y, y0, (size_t)K * 4);
+        kern_axpy(y, d[0], x, K);
+        fwrite(y, 4, K, o);
+        memcpy(y, y0, (size_t)K * 4);
+        kern_sgd_decay(y, x, W, d[0], d[1], K);
+        fwrite(y, 4, K, o);
+        memcpy(y, y0, (size_t)K * 4);
+        kern_decay_toward(y, x, d[2], K);
+        fwrite(y, 4, K, o);
+    } else if (!strcmp(argv[1], "math")) {
+        int32_t n;
+        if (fread(&n, 4, 1, f) != 1) die("short read");
+        float *x = rdf(f, n), *y = malloc((size_t)n * 4 + 4);
+        kern_exp_vec(y, x, n);
+        fwrite(y, 4, n, o);
+        for (int i = 0; i < n; i++) y[i] = kern_exp(x[i]);
+        fwrite(y, 4, n, o);
+        kern_tanh_vec(y, x, n);
+        fwrite(y, 4, n, o);
+        for (int i = 0; i < n; i++) y[i] = kern_tanh(x[i]);
+        fwrite(y, 4, n, o);
+    } else {
+        die("unknown op");
+    }
+    nlm_fpenv_leave(&fe);
+    fprintf(stderr, "simd_level=%d\n", kern_simd_level());
+    fclose(o);
+    return 0;
+}
