@@ -228,9 +228,11 @@ void fen_clear(Fen* fw) {
 void fen_set_all(Fen* fw) {
     uint32_t tot = 0;
     memset(fw->t, 0, (size_t)(fw->cap + 1) * sizeof *fw->t);
-    for (int i = 1; i <= fw->n; i++) {
-        fw->t[i] += fw->v[i - 1];
-        tot += fw->v[i - 1];
+    for (int i = 1; i <= fw->cap; i++) { /* to cap: partial sums propagate past n */
+        if (i <= fw->n) {
+            fw->t[i] += fw->v[i - 1];
+            tot += fw->v[i - 1];
+        }
         int j = i + (i & -i);
         if (j <= fw->cap) fw->t[j] += fw->t[i];
     }

@@ -1,0 +1,598 @@
+/* speller/speller.c: spelling cache, character speller and literal-gap model (codec/FORMAT.md §5).
+ *
+ * Owns every model of unknown bodies and literal gaps; all integer counts, all deterministic.
+ *
+ * Spelling cache (§5.1, PPM-C): the distinct bodies sent as <unk> in this frame in order of first
+ * appearance with counts c_i; symbol 0 (escape) has frequency u = number of bodies (1 when u = 0),
+ * symbol i+1 frequency c_i; total n + max(u, 1).  A Fenwick tree gives cum/find in O(log u); the encoder
+ * finds a body by hash.  After a hit c_i += 1; after an escape the body is appended with c = 1.  When the
+ * total exceeds 2^28 every c_i becomes (c_i + 1) / 2.
+ *
+ * Speller (§5.2): order-3 PPM with full exclusions over 257 symbols (bytes 0..255, END = 256).  The
+ * history of a body b_0..b_{k-1} is (BOW, b_0, ..., b_{k-1}); the context of order o at position p is the
+ * last o symbols of the history (BOW = 256 marks the begin of a word), o <= min(3, p + 1).  Coding a
+ * symbol: for o from the highest order down to 0, if the context exists and has a symbol not excluded,
+ * code with PPM-D frequencies over its non-excluded symbols: symbol j gets 2c_j − 1, the escape gets d
+ * (number of those symbols); a found symbol ends the search, an escape excludes the context's symbols.
+ * Order −1: every non-excluded symbol frequency 1.  END is excluded at position 0 (bodies are not empty)
+ * and not coded at position maxlen (implied).  Update (newly spelled bodies and the priming words only;
+ * cache hits do not update): for every coded position, the symbol's count is incremented by SP_INC in the
+ * contexts of order >= the order it was found at, creating contexts and entries as needed (update
+ * exclusion); a context whose total exceeds SP_LIMIT has every count halved (rounded up).  Priming
+ * feeds every word of the list once through the same update (with END after it when shorter than 32).
+ *
+ * Literal gaps (§5.3): order-1 over {' ', \t, \n, \r, \v, \f, END}; 7 contexts (previous byte of the run,
+ * or start) × 7 counts starting at 1; END has frequency 0 at position 0 and is implied at maxlen; after
+ * each coded symbol its count += GAP_INC; a context whose total exceeds GAP_LIMIT is halved (rounded up).
+ *
+ * Tables: a hash of contexts (key = order << 27 | last o symbols, 9 bits each; open addressing, linear
+ * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that save,
+ * restore and reset are memcpy.
+ */
+#include "speller/speller.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SP_INC
+#define SP_INC 1 /* count increment of the speller */
+#endif
+#ifndef SP_LIMIT
+#define SP_LIMIT (1u << 16) /* context total that triggers halving */
+#endif
+#ifndef SP_ESC_C
+#define SP_ESC_C 0 /* 1: PPM-C frequencies (c_j, d) instead of PPM-D (2c_j − 1, d); for experiments */
+#endif
+#ifndef SP_FULL_UPDATE
+#define SP_FULL_UPDATE 0 /* 1: update all orders (experiments) */
+#endif
+#define GAP_INC 16
+#define GAP_LIMIT (1u << 16)
+#define CACHE_LIMIT (1u << 28)
+
+#define NSYM 257 /* 256 bytes + END */
+#define END 256
+#define BOW 256
+#define ORDER 3
+
+typedef struct {
+    uint32_t key; /* key + 1; 0 = empty slot */
+    int32_t head; /* first entry in the pool, -1 none */
+    uint32_t total;
+    uint32_t distinct;
+} PCtx;
+
+typedef struct {
+    uint16_t sym;
+    uint16_t pad;
+    uint32_t cnt;
+    int32_t next;
+} PSym;
+
+typedef struct {
+    PCtx* ctx;
+    uint32_t ccap, cused; /* ccap a power of two */
+    PSym* pool;
+    uint32_t pcap, pused;
+    uint32_t gap[7][7]; /* [previous: 0..5 byte, 6 start][symbol: 0..5 byte, 6 END] */
+} PState;
+
+typedef struct {
+    uint8_t (*body)[SPELLER_MAX_BODY];
+    uint8_t* blen;
+    int n, cap;        /* bodies */
+    Fen fw;            /* element 0 escape, element i+1 body i */
+    int32_t* hash;     /* body index + 1, 0 empty */
+    uint32_t hcap;     /* power of two */
+} Cache;
+
+struct Speller {
+    PState cur, primed, saved;
+    Cache cache, cache_saved;
+    int has_saved;
+    uint32_t f[NSYM + 1]; /* scratch: frequencies of one PPM level, [NSYM] = escape */
+};
+
+/* ---------------- tables ---------------- */
+
+static void pstate_free(PState* p) {
+    free(p->ctx);
+    free(p->pool);
+    memset(p, 0, sizeof *p);
+}
+
+static void gap_init(PState* p) {
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 7; j++) p->gap[i][j] = 1;
+}
+
+static int pstate_init(PState* p) {
+    memset(p, 0, sizeof *p);
+    p->ccap = 1024;
+    p->ctx = (PCtx*)calloc(p->ccap, sizeof *p->ctx);
+    p->pcap = 4096;
+    p->pool = (PSym*)malloc(p->pcap * sizeof *p->pool);
+    if (!p->ctx || !p->pool) return NLM_ERR_NOMEM;
+    gap_init(p);
+    return 0;
+}
+
+static int pstate_copy(PState* d, const PState* s) {
+    if (d->ccap != s->ccap) {
+        PCtx* c = (PCtx*)realloc(d->ctx, s->ccap * sizeof *c);
+        if (!c) return NLM_ERR_NOMEM;
+        d->ctx = c;
+        d->ccap = s->ccap;
+    }
+    if (d->pcap < s->pused) {
+        PSym* q = (PSym*)realloc(d->pool, s->pcap * sizeof *q);
+        if (!q) return NLM_ERR_NOMEM;
+        d->pool = q;
+        d->pcap = s->pcap;
+    }
+    memcpy(d->ctx, s->ctx, s->ccap * sizeof *d->ctx);
+    if (s->pused) memcpy(d->pool, s->pool, s->pused * sizeof *d->pool);
+    d->cused = s->cused;
+    d->pused = s->pused;
+    memcpy(d->gap, s->gap, sizeof d->gap);
+    return 0;
+}
+
+static inline uint32_t hash32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+static PCtx* ctx_find(const PState* p, uint32_t key) {
+    uint32_t m = p->ccap - 1, i = hash32(key) & m;
+    for (;;) {
+        PCtx* c = &p->ctx[i];
+        if (c->key == key + 1) return c;
+        if (c->key == 0) return NULL;
+        i = (i + 1) & m;
+    }
+}
+
+static int ctx_grow(PState* p) {
+    uint32_t ncap = p->ccap * 2;
+    PCtx* nc = (PCtx*)calloc(ncap, sizeof *nc);
+    if (!nc) return NLM_ERR_NOMEM;
+    for (uint32_t i = 0; i < p->ccap; i++) {
+        if (!p->ctx[i].key) continue;
+        uint32_t j = hash32(p->ctx[i].key - 1) & (ncap - 1);
+        while (nc[j].key) j = (j + 1) & (ncap - 1);
+        nc[j] = p->ctx[i];
+    }
+    free(p->ctx);
+    p->ctx = nc;
+    p->ccap = ncap;
+    return 0;
+}
+
+static PCtx* ctx_get(PState* p, uint32_t key, int* err) {
+    PCtx* c = ctx_find(p, key);
+    if (c) return c;
+    if ((p->cused + 1) * 2 > p->ccap && (*err = ctx_grow(p))) return NULL;
+    uint32_t m = p->ccap - 1, i = hash32(key) & m;
+    while (p->ctx[i].key) i = (i + 1) & m;
+    c = &p->ctx[i];
+    c->key = key + 1;
+    c->head = -1;
+    c->total = 0;
+    c->distinct = 0;
+    p->cused++;
+    return c;
+}
+
+/* Context key of order o at position pos of body b (history BOW, b_0, ...). */
+static inline uint32_t ctx_key(const uint8_t* b, int pos, int o) {
+    uint32_t k = (uint32_t)o << 27;
+    for (int i = 1; i <= o; i++) {
+        int hp = pos - i; /* index in b; -1 = BOW */
+        uint32_t v = hp >= 0 ? b[hp] : BOW;
+        k |= v << (9 * (i - 1));
+    }
+    return k;
+}
+
+static PSym* ctx_sym(const PState* p, const PCtx* c, int sym) {
+    for (int32_t e = c->head; e >= 0; e = p->pool[e].next)
+        if (p->pool[e].sym == sym) return &p->pool[e];
+    return NULL;
+}
+
+static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
+    PSym* e = ctx_sym(p, c, sym);
+    if (!e) {
+        if (p->pused == p->pcap) {
+            uint32_t ncap = p->pcap * 2;
+            PSym* q = (PSym*)realloc(p->pool, ncap * sizeof *q);
+            if (!q) return NLM_ERR_NOMEM;
+            p->pool = q;
+            p->pcap = ncap;
+        }
+        /* append at the tail: list order = order of first appearance */
+        int32_t idx = (int32_t)p->pused++;
+        e = &p->pool[idx];
+        e->sym = (uint16_t)sym;
+        e->pad = 0;
+        e->cnt = 0;
+        e->next = -1;
+        if (c->head < 0) c->head = idx;
+        else {
+            int32_t t = c->head;
+            while (p->pool[t].next >= 0) t = p->pool[t].next;
+            p->pool[t].next = idx;
+        }
+        c->distinct++;
+    }
+    e->cnt += inc;
+    c->total += inc;
+    if (c->total > SP_LIMIT) {
+        uint32_t tot = 0;
+        for (int32_t t = c->head; t >= 0; t = p->pool[t].next) {
+            p->pool[t].cnt = (p->pool[t].cnt + 1) / 2;
+            tot += p->pool[t].cnt;
+        }
+        c->total = tot;
+    }
+    return 0;
+}
+
+/* Update with symbol sym at position pos of b (the contexts of order >= the found order). */
+static int sp_update(PState* p, const uint8_t* b, int pos, int sym) {
+    int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    int lo = 0;
+#if !SP_FULL_UPDATE
+    lo = -1;
+    for (int o = maxo; o >= 0 && lo < 0; o--) {
+        PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+        if (c && ctx_sym(p, c, sym)) lo = o;
+    }
+    if (lo < 0) lo = 0;
+#endif
+    for (int o = maxo; o >= lo; o--) {
+        int err = 0;
+        PCtx* c = ctx_get(p, ctx_key(b, pos, o), &err);
+        if (!c) return err ? err : NLM_ERR_NOMEM;
+        if ((err = ctx_add(p, c, sym, SP_INC))) return err;
+    }
+    return 0;
+}
+
+static int sp_update_body(PState* p, const uint8_t* b, int len, int maxlen) {
+    for (int i = 0; i <= len && i < maxlen + (len < maxlen); i++) {
+        int err = sp_update(p, b, i, i < len ? b[i] : END);
+        if (err) return err;
+    }
+    return 0;
+}
+
+static double lg(uint32_t F, uint32_t f) { return log2((double)F / (double)f); }
+
+/* Code one symbol (0..256) at position pos of b.  Encoder: *sym given; decoder: *sym set. */
+static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, double* bits) {
+    const PState* p = &s->cur;
+    uint8_t excl[NSYM];
+    uint32_t* f = s->f;
+    memset(excl, 0, sizeof excl);
+    if (pos == 0) excl[END] = 1;
+    int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    int err;
+    for (int o = maxo; o >= 0; o--) {
+        const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+        if (!c) continue;
+        uint32_t tot = 0, d = 0;
+        for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
+            int y = p->pool[e].sym;
+            if (excl[y]) continue;
+#if SP_ESC_C
+            f[y] = p->pool[e].cnt;
+#else
+            f[y] = 2 * p->pool[e].cnt - 1;
+#endif
+            tot += f[y];
+            d++;
+        }
+        if (d == 0) continue;
+        f[NSYM] = d;
+        uint32_t F = tot + d;
+        int x = NSYM;
+        if (!rc->decoding && f[*sym] && !excl[*sym]) x = *sym;
+        /* f[] entries of symbols not in this context must be 0: they are cleared below */
+        err = rc_code_freqs(rc, f, NSYM + 1, F, &x);
+        if (!err && bits) bits[0] += lg(F, f[x]);
+        for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
+            f[p->pool[e].sym] = 0;
+            excl[p->pool[e].sym] = 1;
+        }
+        f[NSYM] = 0;
+        if (err) return err;
+        if (x != NSYM) {
+            *sym = x;
+            return 0;
+        }
+    }
+    uint32_t F = 0;
+    for (int i = 0; i < NSYM; i++) F += (f[i] = !excl[i]);
+    if (F == 0) return NLM_ERR_CORRUPT;
+    int x = *sym;
+    if (!rc->decoding && !f[x]) return NLM_ERR_STATE;
+    err = rc_code_freqs(rc, f, NSYM, F, &x);
+    if (!err && bits) bits[0] += lg(F, 1);
+    memset(f, 0, sizeof s->f);
+    if (err) return err;
+    *sym = x;
+    return 0;
+}
+
+/* Spell a body with the speller (no update).  Encoder: b[0..*len).  Decoder: fills b, sets *len. */
+static int sp_spell(Speller* s, Rc* rc, uint8_t* b, int* len, int maxlen, double* bits) {
+    int n = rc->decoding ? maxlen : *len;
+    int pos;
+    for (pos = 0; pos < maxlen; pos++) {
+        int sym = rc->decoding ? 0 : (pos < n ? b[pos] : END);
+        int err = sp_code_sym(s, rc, b, pos, &sym, bits);
+        if (err) return err;
+        if (sym == END) break;
+        b[pos] = (uint8_t)sym;
+    }
+    if (rc->decoding) *len = pos;
+    return 0;
+}
+
+/* ---------------- cache ---------------- */
+
+static void cache_free(Cache* c) {
+    free(c->body);
+    free(c->blen);
+    free(c->hash);
+    fen_free(&c->fw);
+    memset(c, 0, sizeof *c);
+}
+
+static uint32_t body_hash(const uint8_t* b, int n) {
+    uint32_t h = 2166136261u ^ (uint32_t)n;
+    for (int i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
+    return hash32(h);
+}
+
+static void cache_clear(Cache* c) {
+    c->n = 0;
+    fen_clear(&c->fw);
+    if (c->hash) memset(c->hash, 0, c->hcap * sizeof *c->hash);
+    if (c->fw.cap) fen_push(&c->fw, 1); /* escape, cannot fail: capacity exists */
+}
+
+static int cache_init(Cache* c) {
+    memset(c, 0, sizeof *c);
+    fen_init(&c->fw);
+    c->hcap = 1024;
+    c->hash = (int32_t*)calloc(c->hcap, sizeof *c->hash);
+    if (!c->hash) return NLM_ERR_NOMEM;
+    return fen_push(&c->fw, 1);
+}
+
+static int cache_lookup(const Cache* c, const uint8_t* b, int n) {
+    uint32_t m = c->hcap - 1, i = body_hash(b, n) & m;
+    for (;;) {
+        int32_t v = c->hash[i];
+        if (!v) return -1;
+        if (c->blen[v - 1] == n && !memcmp(c->body[v - 1], b, (size_t)n)) return v - 1;
+        i = (i + 1) & m;
+    }
+}
+
+static void hash_insert(int32_t* h, uint32_t hcap, uint32_t hv, int32_t v) {
+    uint32_t i = hv & (hcap - 1);
+    while (h[i]) i = (i + 1) & (hcap - 1);
+    h[i] = v;
+}
+
+static int cache_append(Cache* c, const uint8_t* b, int n) {
+    if (c->n == c->cap) {
+        int ncap = c->cap ? c->cap * 2 : 256;
+        void* nb = realloc(c->body, (size_t)ncap * SPELLER_MAX_BODY);
+        if (!nb) return NLM_ERR_NOMEM;
+        c->body = (uint8_t(*)[SPELLER_MAX_BODY])nb;
+        uint8_t* nl = (uint8_t*)realloc(c->blen, (size_t)ncap);
+        if (!nl) return NLM_ERR_NOMEM;
+        c->blen = nl;
+        c->cap = ncap;
+    }
+    if ((uint32_t)(c->n + 1) * 2 > c->hcap) {
+        uint32_t ncap = c->hcap * 2;
+        int32_t* nh = (int32_t*)calloc(ncap, sizeof *nh);
+        if (!nh) return NLM_ERR_NOMEM;
+        for (int i = 0; i < c->n; i++) hash_insert(nh, ncap, body_hash(c->body[i], c->blen[i]), i + 1);
+        free(c->hash);
+        c->hash = nh;
+        c->hcap = ncap;
+    }
+    int err = fen_push(&c->fw, 1);
+    if (err) return err;
+    memset(c->body[c->n], 0, SPELLER_MAX_BODY);
+    memcpy(c->body[c->n], b, (size_t)n);
+    c->blen[c->n] = (uint8_t)n;
+    hash_insert(c->hash, c->hcap, body_hash(b, n), c->n + 1);
+    c->n++;
+    if (c->n > 1) fen_add(&c->fw, 0, 1); /* escape frequency u (1 when u <= 1) */
+    return 0;
+}
+
+static void cache_hit(Cache* c, int i) {
+    fen_add(&c->fw, i + 1, 1);
+    if (c->fw.total > CACHE_LIMIT) {
+        for (int k = 1; k < c->fw.n; k++) c->fw.v[k] = (c->fw.v[k] + 1) / 2;
+        fen_set_all(&c->fw);
+    }
+}
+
+static int cache_copy(Cache* d, const Cache* s) {
+    if (d->cap < s->n) {
+        void* nb = realloc(d->body, (size_t)s->cap * SPELLER_MAX_BODY);
+        if (!nb) return NLM_ERR_NOMEM;
+        d->body = (uint8_t(*)[SPELLER_MAX_BODY])nb;
+        uint8_t* nl = (uint8_t*)realloc(d->blen, (size_t)s->cap);
+        if (!nl) return NLM_ERR_NOMEM;
+        d->blen = nl;
+        d->cap = s->cap;
+    }
+    if (d->hcap != s->hcap) {
+        int32_t* nh = (int32_t*)realloc(d->hash, s->hcap * sizeof *nh);
+        if (!nh) return NLM_ERR_NOMEM;
+        d->hash = nh;
+        d->hcap = s->hcap;
+    }
+    if (s->n) {
+        memcpy(d->body, s->body, (size_t)s->n * SPELLER_MAX_BODY);
+        memcpy(d->blen, s->blen, (size_t)s->n);
+    }
+    memcpy(d->hash, s->hash, s->hcap * sizeof *d->hash);
+    d->n = s->n;
+    return fen_copy(&d->fw, &s->fw);
+}
+
+/* ---------------- public ---------------- */
+
+Speller* speller_new(const uint8_t* prime, size_t len) {
+    Speller* s = (Speller*)calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (pstate_init(&s->cur) || pstate_init(&s->primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
+        cache_init(&s->cache_saved))
+        goto fail;
+    size_t i = 0;
+    while (prime && i < len) {
+        size_t j = i;
+        while (j < len && prime[j] != '\n') j++;
+        size_t n = j - i;
+        if (n > SPELLER_MAX_BODY) n = SPELLER_MAX_BODY;
+        if (n && sp_update_body(&s->primed, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
+        i = j + 1;
+    }
+    if (pstate_copy(&s->cur, &s->primed)) goto fail;
+    return s;
+fail:
+    speller_free(s);
+    return NULL;
+}
+
+void speller_free(Speller* s) {
+    if (!s) return;
+    pstate_free(&s->cur);
+    pstate_free(&s->primed);
+    pstate_free(&s->saved);
+    cache_free(&s->cache);
+    cache_free(&s->cache_saved);
+    free(s);
+}
+
+void speller_reset(Speller* s) {
+    /* cur has at least the primed capacity (it started as a copy and only grows), so this cannot fail;
+     * if it ever did, cur would keep its content, which the caller cannot observe as success. */
+    pstate_copy(&s->cur, &s->primed);
+    gap_init(&s->cur);
+    cache_clear(&s->cache);
+}
+
+int speller_save(Speller* s) {
+    int err = pstate_copy(&s->saved, &s->cur);
+    if (!err) err = cache_copy(&s->cache_saved, &s->cache);
+    s->has_saved = !err;
+    return err;
+}
+
+int speller_restore(Speller* s) {
+    if (!s->has_saved) return NLM_ERR_STATE;
+    int err = pstate_copy(&s->cur, &s->saved);
+    if (!err) err = cache_copy(&s->cache, &s->cache_saved);
+    return err;
+}
+
+int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits) {
+    if (maxlen < 1 || maxlen > SPELLER_MAX_BODY) return NLM_ERR_STATE;
+    if (!rc->decoding && (*len < 1 || *len > maxlen)) return NLM_ERR_STATE;
+    Cache* c = &s->cache;
+    int sym = 0;
+    if (!rc->decoding) {
+        int i = cache_lookup(c, buf, *len);
+        sym = i + 1;
+    }
+    int err = rc_code_fen(rc, &c->fw, &sym);
+    if (err) return err;
+    if (bits) bits[0] += lg(c->fw.total, c->fw.v[sym]);
+    if (sym > 0) {
+        int i = sym - 1;
+        if (rc->decoding) {
+            if (c->blen[i] > maxlen) return NLM_ERR_CORRUPT;
+            *len = c->blen[i];
+            memcpy(buf, c->body[i], (size_t)*len);
+        }
+        cache_hit(c, i);
+        if (hit) *hit = 1;
+        return 0;
+    }
+    if (hit) *hit = 0;
+    err = sp_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL);
+    if (err) return err;
+    if (rc->decoding && cache_lookup(c, buf, *len) >= 0) return NLM_ERR_CORRUPT; /* escape to a cached body */
+    if ((err = sp_update_body(&s->cur, buf, *len, maxlen))) return err;
+    return cache_append(c, buf, *len);
+}
+
+static int ws_index(uint8_t b) {
+    switch (b) {
+    case ' ': return 0;
+    case '\t': return 1;
+    case '\n': return 2;
+    case '\r': return 3;
+    case '\v': return 4;
+    case '\f': return 5;
+    }
+    return -1;
+}
+
+static const uint8_t WS_BYTES[6] = {' ', '\t', '\n', '\r', '\v', '\f'};
+
+int speller_code_gap(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, double* bits) {
+    if (maxlen < 1 || maxlen > SPELLER_MAX_GAP) return NLM_ERR_STATE;
+    int n = rc->decoding ? maxlen : *len;
+    if (!rc->decoding) {
+        if (n < 1 || n > maxlen) return NLM_ERR_STATE;
+        for (int i = 0; i < n; i++)
+            if (ws_index(buf[i]) < 0) return NLM_ERR_STATE;
+    }
+    int prev = 6, pos;
+    for (pos = 0; pos < maxlen; pos++) {
+        uint32_t* g = s->cur.gap[prev];
+        uint32_t f[7];
+        uint32_t F = 0;
+        for (int j = 0; j < 7; j++) F += (f[j] = g[j]);
+        if (pos == 0) F -= f[6], f[6] = 0;
+        int x = rc->decoding ? 0 : (pos < n ? ws_index(buf[pos]) : 6);
+        int err = rc_code_freqs(rc, f, 7, F, &x);
+        if (err) return err;
+        if (bits) *bits += lg(F, f[x]);
+        g[x] += GAP_INC;
+        uint32_t tot = 0;
+        for (int j = 0; j < 7; j++) tot += g[j];
+        if (tot > GAP_LIMIT)
+            for (int j = 0; j < 7; j++) g[j] = (g[j] + 1) / 2;
+        if (x == 6) break;
+        buf[pos] = WS_BYTES[x];
+        prev = x;
+    }
+    if (rc->decoding) *len = pos;
+    return 0;
+}
+
+size_t speller_table_bytes(const Speller* s) {
+    return s->cur.ccap * sizeof(PCtx) + s->cur.pused * sizeof(PSym);
+}
+
+int speller_cache_size(const Speller* s) { return s->cache.n; }

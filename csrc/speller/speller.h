@@ -1,0 +1,48 @@
+/* speller/speller.h: unknown bodies and literal gaps (codec/FORMAT.md §5).
+ *
+ * Owns the spelling cache (PPM-C over the bodies already sent as <unk> in this frame), the adaptive
+ * order-3 character PPM speller (primed once from a word list) and the literal-gap model.  All three are
+ * integer-count models driving the range coder of coder/rc.h; nothing here touches floats on the coding
+ * path (libm log2 only fills the optional statistics).
+ */
+#ifndef NLM_SPELLER_H
+#define NLM_SPELLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coder/rc.h"
+
+#define SPELLER_MAX_BODY 32   /* longest body the speller and the cache accept */
+#define SPELLER_MAX_GAP 65535 /* longest literal whitespace run */
+
+typedef struct Speller Speller; /* the speller, the spelling cache, the literal-gap model */
+
+/* prime: words separated by '\n' (empty lines ignored, a word longer than 32 bytes is cut to 32), fed
+ * to the character model once.  NULL on allocation failure. */
+Speller* speller_new(const uint8_t* prime, size_t len);
+void speller_free(Speller* s);
+/* Back to the just-primed state: primed speller, empty cache, fresh gap model.  Always succeeds once
+ * the tables exist (they are only copied). */
+void speller_reset(Speller* s);
+/* Snapshot / rollback of the adaptive state (speller, cache, gap model).  0 or a negative NLM_ERR_*
+ * (NLM_ERR_NOMEM; NLM_ERR_STATE for a restore with no snapshot). */
+int speller_save(Speller* s);
+int speller_restore(Speller* s);
+
+/* Code an unknown body (1..maxlen bytes, maxlen <= 32, any byte values) through the cache, and on
+ * escape the speller.  Encoder: reads buf[0..*len).  Decoder: writes buf (>= maxlen bytes), sets *len.
+ * *hit = 1 for a cache hit.  bits (optional): bits[0] += −log2 p of the cache symbol, bits[1] += −log2 p
+ * of the spelling (statistics only).  Returns 0 or a negative NLM_ERR_*. */
+int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits);
+
+/* Code a literal whitespace run (bytes in ' ' \t \n \r \v \f, 1..maxlen bytes, maxlen <= 65535) with
+ * the adaptive order-1 model over the 6 bytes + END.  Encoder reads buf[0..*len); decoder writes buf
+ * (>= maxlen bytes) and sets *len.  bits (optional): *bits += −log2 p.  0 or a negative NLM_ERR_*. */
+int speller_code_gap(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, double* bits);
+
+/* Statistics for tests: bytes of speller tables (current state) and number of cached bodies. */
+size_t speller_table_bytes(const Speller* s);
+int speller_cache_size(const Speller* s);
+
+#endif /* NLM_SPELLER_H */
