@@ -425,3 +425,13 @@ def test_larger_file_round_trip(tmp_path):
     (tmp_path / "big.txt").unlink()
     r = run([*MODEL, "-d", "big.txt.nlm"], tmp_path)
     assert r.returncode == 0 and (tmp_path / "big.txt").read_bytes() == data
+
+
+def test_bench_mode_is_wired(tmp_path, src):
+    pytest.importorskip("nlmcodec._bench")
+    r = run(["-b", "doc.txt", "--against", "zlib-9", "--runs", "1", "--static", *MODEL, "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.decode().splitlines() if line.strip()]
+    assert {row["codec"] for row in rows} >= {"zlib-9", "nlmcodec-static"}
+    assert run(["-b"], tmp_path).returncode == 1
+    assert run(["--against", "zlib-9", "doc.txt"], tmp_path).returncode == 1

@@ -8,8 +8,8 @@ Safety rules: output goes to a temporary file in the destination directory that 
 after it has been completely written and fsynced; an existing file is never replaced without ``-f``; the
 input is removed only with ``--rm``, only when writing to a file, and only after the output has been verified.
 
-Only the public API of :mod:`nlmcodec` is used.  ``--train`` is delegated to :func:`nlmcodec.train.main`,
-``-b/--bench`` to :func:`nlmcodec.bench.main` (both receive the remaining arguments).
+Only the public API of :mod:`nlmcodec` is used.  ``--train`` is delegated to :func:`nlmcodec.train.main`
+(it receives the command line without ``--train``), ``-b/--bench`` to ``nlmcodec._bench.bench_main(files, opts)``.
 """
 
 import argparse
@@ -83,17 +83,18 @@ def _run_train(argv):
     return _call_mode(train.main, argv)
 
 
-def _run_bench(argv):
-    """``nlmcodec -b FILE... [bench options]`` -> ``nlmcodec.bench.main(argv)``.
+def _run_bench(files, opts):
+    """``nlmcodec -b FILE... [--against LIST] [--runs N] [--static] [-m MODEL] [--json]``.
 
-    The benchmark module provides ``main(argv) -> int``; ``argv`` is the command line without ``-b/--bench``.
+    The hook is ``bench_main(files, options) -> int`` in :mod:`nlmcodec._bench` (the benchmark module);
+    ``options`` is this parser's Namespace (``against``, ``runs``, ``model``, ``adapt``, ``quiet``, ``json``).
     """
     try:
-        from . import bench
+        from ._bench import bench_main
     except ImportError as e:
         _eprint(f"{PROG}: -b/--bench is not available: {e}")
         return EXIT_ERROR
-    return _call_mode(bench.main, argv)
+    return _call_mode(lambda _: bench_main(files, opts), None)
 
 
 def _call_mode(fn, argv):
@@ -114,11 +115,11 @@ def _call_mode(fn, argv):
     return EXIT_ERROR
 
 
-_MODE_HOOKS = {"--train": _run_train, "-b": _run_bench, "--bench": _run_bench}
+_MODE_HOOKS = {"--train": _run_train}
 
 
 def _split_mode(argv):
-    """Find a --train / -b / --bench token (before any ``--``); return (hook, argv without it) or (None, argv)."""
+    """Find a --train token (before any ``--``); return (hook, argv without it) or (None, argv)."""
     for i, a in enumerate(argv):
         if a == "--":
             break
@@ -136,8 +137,8 @@ def _build_parser():
         usage="%(prog)s [MODE] [OPTIONS] [FILE ...]",
         description="Lossless text compression with a word-level RNN language model. "
                     "With no FILE, or when FILE is -, read standard input and write standard output.",
-        epilog="other modes: %(prog)s --train FILE... -o MODEL [training options]; "
-               "%(prog)s -b FILE... [benchmark options]. "
+        epilog="training: %(prog)s --train FILE... -o MODEL [training options] "
+               "(see %(prog)s --train --help). "
                "Exit status: 0 ok, 1 error, 2 warning.",
     )
     m = p.add_argument_group("operation mode (the last one given wins)")
@@ -149,6 +150,9 @@ def _build_parser():
                    help="test the integrity of compressed files (decode, verify the check, write nothing)")
     m.add_argument("-l", "--list", dest="mode", action="store_const", const="list",
                    help="list information about compressed files")
+    m.add_argument("-b", "--bench", dest="mode", action="store_const", const="bench",
+                   help="benchmark FILEs in memory against other codecs (round trip verified); "
+                        "see --against, --runs")
     o = p.add_argument_group("operation modifiers")
     o.add_argument("-c", "--stdout", "--to-stdout", dest="stdout", action="store_true",
                    help="write to standard output and keep the input files")
@@ -169,6 +173,10 @@ def _build_parser():
                    help="static mode: do not adapt the model to the input while coding (faster)")
     c.add_argument("-C", "--check", choices=("none", "crc32"), default="crc32",
                    help="integrity check of the original data stored in each frame (default crc32)")
+    b = p.add_argument_group("benchmark (-b)")
+    b.add_argument("--against", metavar="LIST",
+                   help="comma-separated baselines, e.g. xz-9e,bz2-9,zlib-9,zstd-19 (default: all installed)")
+    b.add_argument("--runs", "--iterations", dest="runs", type=int, metavar="N", help="timed runs per codec (median)")
     v = p.add_argument_group("output")
     v.add_argument("-v", "--verbose", action="count", default=0,
                    help="one summary line per file on stderr; with -l, more detail")
@@ -177,7 +185,8 @@ def _build_parser():
     v.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="show a progress bar (default: when stderr is a terminal; needs tqdm)")
     v.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
-    v.add_argument("--json", action="store_true", help="with -l: machine-readable JSON output")
+    v.add_argument("--json", "--robot", dest="json", action="store_true",
+                   help="with -l or -b: machine-readable JSON output")
     v.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     p.add_argument("files", nargs="*", metavar="FILE")
     return p
@@ -685,6 +694,12 @@ def main(argv=None):
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_ERROR
 
+    if opts.mode == "bench" and not opts.version:   # before importing the package: baselines work without it
+        if not opts.files:
+            _eprint(f"{PROG}: -b/--bench needs at least one FILE")
+            return EXIT_ERROR
+        return _run_bench(opts.files, opts)
+
     try:
         import nlmcodec as api
     except ImportError as e:
@@ -703,8 +718,11 @@ def main(argv=None):
     if not opts.suffix or "/" in opts.suffix or opts.suffix in (".", ".."):
         status.error(f"invalid suffix {opts.suffix!r}")
         return status.rc
-    if opts.json and opts.mode != "list":
-        status.error("--json is only valid with -l/--list")
+    if opts.json and opts.mode not in ("list", "bench"):
+        status.error("--json is only valid with -l/--list or -b/--bench")
+        return status.rc
+    if opts.mode != "bench" and (opts.against is not None or opts.runs is not None):
+        status.error("--against and --runs are only valid with -b/--bench")
         return status.rc
     if opts.output is not None:
         if opts.mode in ("test", "list"):
