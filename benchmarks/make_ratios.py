@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Exact compressed sizes per benchmark file and mode, committed and checked by
+``tests/test_ratio_regression.py``.
+
+    python benchmarks/make_ratios.py --model default        # -> benchmarks/ratios.csv (14 English files + dickens)
+    python benchmarks/make_ratios.py --model tiny           # -> benchmarks/ratios_tiny.csv (a few small files)
+    python benchmarks/make_ratios.py --check benchmarks/ratios.csv   # recompress, list differences, rc 1 if any
+
+Any change to nlmcodec's output bytes (format, arithmetic, model) changes these files: regenerate
+the CSV in the same commit as the change.  Each row: file, mode (static = adapt=False, dynamic =
+adapt=True), model name and id, input size and SHA-256, compressed size, bits per byte and the
+SHA-256 of the compressed bytes.  Generating also checks every round trip.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import importlib.util
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+FIELDS = ["file", "mode", "model", "model_id", "bytes_in", "sha256_in", "bytes_out", "bpb", "sha256_out"]
+MODES = {"static": False, "dynamic": True}
+TINY_FILES = ["a.txt", "grammar.lsp", "xargs.1", "fields.c", "paper5", "paper4"]
+DEFAULT_FILES = ["english"]
+# fields that must match exactly (bpb follows from bytes_out)
+COMPARED = ["model_id", "bytes_in", "sha256_in", "bytes_out", "sha256_out"]
+
+
+def _load_bench():
+    try:
+        from nlmcodec import _bench
+        return _bench
+    except Exception:
+        path = os.path.join(REPO, "python", "nlmcodec", "_bench.py")
+        spec = importlib.util.spec_from_file_location("nlmcodec_bench_standalone", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+
+B = _load_bench()
+
+
+def default_csv(model: str) -> str:
+    name = "ratios.csv" if model == "default" else f"ratios_{os.path.splitext(os.path.basename(model))[0]}.csv"
+    return os.path.join(HERE, name)
+
+
+def sha256(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+class Measurer:
+    """Compresses benchmark files with one model; caches the model and the inputs."""
+
+    def __init__(self, model: str):
+        import nlmcodec
+        self.nlmcodec = nlmcodec
+        self.model_name = model
+        self.model = B.load_nlm_model(model)
+        self.model_id = B._hex_id(getattr(self.model, "model_id", None))
+        self._data = {}
+
+    def data(self, file: str):
+        if file not in self._data:
+            self._data[file] = B.read_file(file)[1]
+        return self._data[file]
+
+    def row(self, file: str, mode: str, verify: bool = False) -> dict:
+        data = self.data(file)
+        comp = self.nlmcodec.compress(data, model=self.model, adapt=MODES[mode])
+        if verify:
+            try:
+                back = self.nlmcodec.decompress(comp, model=self.model)
+            except TypeError:
+                back = self.nlmcodec.decompress(comp)
+            if back != data:
+                raise AssertionError(f"{file} ({mode}): round trip failed")
+        return {
+            "file": file, "mode": mode, "model": self.model_name, "model_id": self.model_id,
+            "bytes_in": len(data), "sha256_in": sha256(data), "bytes_out": len(comp),
+            "bpb": f"{8.0 * len(comp) / len(data):.4f}" if data else "0", "sha256_out": sha256(comp),
+        }
+
+
+def read_csv(path: str):
+    with open(path, newline="") as f:
+        rows = [dict(r) for r in csv.DictReader(f)]
+    for r in rows:
+        for k in ("bytes_in", "bytes_out"):
+            r[k] = int(r[k])
+    return rows
+
+
+def write_csv(path: str, rows) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r[k] for k in FIELDS})
+
+
+def compare(expected, actual):
+    """Differences between two lists of rows, keyed by (file, mode); [] when they agree."""
+    exp = {(r["file"], r["mode"]): r for r in expected}
+    act = {(r["file"], r["mode"]): r for r in actual}
+    out = []
+    for key in exp:
+        if key not in act:
+            out.append(f"{key[0]} ({key[1]}): not measured")
+            continue
+        e, a = exp[key], act[key]
+        for k in COMPARED:
+            if str(e[k]) != str(a[k]):
+                what = {"model_id": "model changed", "bytes_in": "input file changed",
+                        "sha256_in": "input file changed", "bytes_out": "compressed size changed",
+                        "sha256_out": "compressed bytes changed"}[k]
+                out.append(f"{key[0]} ({key[1]}): {what}: {k} expected {e[k]}, got {a[k]}")
+                if k in ("model_id", "bytes_in", "sha256_in", "bytes_out"):
+                    break  # the later fields follow from this one
+    for key in act:
+        if key not in exp:
+            out.append(f"{key[0]} ({key[1]}): not in the expected table")
+    return out
+
+
+def check(path: str, measurer: "Measurer | None" = None):
+    """Recompress every row of the CSV at `path` with its model; return the differences."""
+    expected = read_csv(path)
+    if not expected:
+        return [f"{path}: no rows"]
+    models = {r["model"] for r in expected}
+    if len(models) != 1:
+        return [f"{path}: more than one model ({sorted(models)})"]
+    m = measurer or Measurer(models.pop())
+    actual = [m.row(r["file"], r["mode"]) for r in expected]
+    return compare(expected, actual)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="default", help="bundled model name or .nlmm path (default: default)")
+    p.add_argument("--files", nargs="+", default=None,
+                   help="files or sets (default: english for the default model, a few small files otherwise)")
+    p.add_argument("--modes", default="static,dynamic", help="comma list (default: static,dynamic)")
+    p.add_argument("-o", "--out", help="CSV to write (default: benchmarks/ratios.csv, or ratios_<model>.csv)")
+    p.add_argument("--check", metavar="CSV", help="recompress the rows of CSV and report differences (rc 1)")
+    a = p.parse_args(argv)
+
+    if a.check:
+        diffs = check(a.check)
+        for d in diffs:
+            print(d)
+        print(f"{a.check}: {'OK' if not diffs else f'{len(diffs)} difference(s)'}")
+        return 1 if diffs else 0
+
+    files = B.expand_files(a.files or (DEFAULT_FILES if a.model == "default" else TINY_FILES))
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            p.error(f"unknown mode {m!r}")
+    out = a.out or default_csv(a.model)
+    meas = Measurer(a.model)
+    print(f"model {a.model} id {meas.model_id}; {len(files)} files x {len(modes)} modes -> {out}")
+    rows = []
+    for f in files:
+        for mode in modes:
+            t0 = time.perf_counter()
+            r = meas.row(f, mode, verify=True)
+            rows.append(r)
+            print(f"{f:<14} {mode:<8} {r['bytes_in']:>10,} -> {r['bytes_out']:>10,}  {r['bpb']} bpb"
+                  f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    write_csv(out, rows)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
