@@ -613,8 +613,14 @@ def _list_one(api, opts, name):
     usize = sum(sizes) if all(s is not None for s in sizes) else None
     checks = sorted({_check_name(api, i.check) for i in infos})
     modes = sorted({"dynamic" if i.adapt else "static" for i in infos})
-    ids = sorted({_hex_id(i.model_id) for i in infos})
+    ids = sorted({_hex_id(i.model_id) for i in infos} - {""}) or ["-"]
     blocks = [_nblocks(i.blocks) for i in infos]
+    kinds = {}
+    for i in infos:
+        for blk in (i.blocks if isinstance(i.blocks, (list, tuple)) else ()):
+            k = getattr(blk, "kind", None)
+            if k is not None:
+                kinds[str(k)] = kinds.get(str(k), 0) + 1
     row = {
         "name": display,
         "frames": len(infos),
@@ -626,6 +632,7 @@ def _list_one(api, opts, name):
         "mode": ",".join(modes),
         "model_id": ",".join(ids),
         "blocks": sum(blocks) if all(b is not None for b in blocks) else None,
+        "block_kinds": kinds,
         "format_version": sorted({i.format_version for i in infos}),
     }
     return row
@@ -662,7 +669,9 @@ def _do_list(api, opts, status, files):
         print(line(r), file=out)
         if opts.verbose:
             print(f"         format version: {','.join(str(v) for v in r['format_version'])}", file=out)
-            print(f"         blocks:         {r['blocks'] if r['blocks'] is not None else '?'}", file=out)
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["block_kinds"].items()))
+            nb = r["blocks"] if r["blocks"] is not None else "?"
+            print(f"         blocks:         {nb}{f' ({kinds})' if kinds else ''}", file=out)
             print(f"         model id:       {r['model_id']}", file=out)
             print(f"         compressed:     {r['compressed']} bytes", file=out)
             us = r["uncompressed"]
