@@ -1,0 +1,174 @@
+"""Write golden vectors for the nlmcodec frame format (codec/FORMAT.md §7).  APPEND-ONLY.
+
+    python codec/vectors/make_vectors.py [--check]
+
+ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
+format version, the model id, the model name, adapt and check of each, and whether re-encoding with that
+model must reproduce the frame.  errors/<name>.nlm + errors/<name>.why: decoding must raise NLMError with
+a message containing the .why text.
+
+An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
+would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
+of output bytes needs a new FORMAT_VERSION and new vectors, not edited ones.  Vectors for a bundled model
+(tiny, default) are written the first time the model file exists.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import zlib
+from pathlib import Path
+
+import nlmcodec
+from nlmcodec import _frame
+
+HERE = Path(__file__).resolve().parent
+OK, ERR = HERE / "ok", HERE / "errors"
+
+ENGLISH = (b"The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of "
+           b"times; it was the age of wisdom, it was the age of foolishness.\n")
+MIXED = ("Hello WORLD, mIxEd CaSe and McDonald's\r\n\ttabs  and   spaces\n\n\u00dcber na\u00efve caf\u00e9 "
+         "\u2014 \u201cquotes\u201d \u65e5\u672c\u8a9e 3.14159 x86_64\f\v\n").encode() + b"\xff\xfe invalid \xc3\x28 bytes\x00 end"
+BINARY = bytes(range(256)) * 2 + random.Random(1234).randbytes(1500)
+
+
+def _alice():
+    p = Path("/work/shared/corpus/bench/canterbury/alice29.txt")
+    return p.read_bytes()[:4000] if p.exists() else None
+
+
+def inputs():
+    d = {"empty": b"", "one_byte": b"a", "short_english": ENGLISH, "mixed": MIXED, "binary": BINARY}
+    a = _alice()
+    if a is not None:
+        d["alice_4k"] = a
+    return d
+
+
+NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
+
+
+def nomodel_frame(raw, adapt, check=_frame.CHECK_CRC32):
+    e = _frame.FrameEncoder(None, None, adapt, check)
+    e.feed(raw)
+    return e.finish()
+
+
+def handmade_model_frame(model_id: bytes, payload: bytes, size: int) -> bytes:
+    """A header-valid frame with one word-model block (for the wrong/missing model vectors)."""
+    hdr = bytearray(_frame.MAGIC) + bytes([_frame.FORMAT_VERSION, _frame.CHECK_CRC32 << 1]) + model_id
+    hdr += _frame._varint(size) + _frame._varint(1) + bytes([_frame.BLOCK_MODEL])
+    hdr += _frame._varint(size) + _frame._varint(len(payload))
+    hdr += zlib.crc32(hdr).to_bytes(4, "little")
+    return bytes(hdr) + payload + (0).to_bytes(4, "little")
+
+
+def with_header_crc(frame: bytes, hlen: int) -> bytes:
+    """Recompute the header CRC of a frame whose header (without CRC) is frame[:hlen]."""
+    return frame[:hlen] + zlib.crc32(frame[:hlen]).to_bytes(4, "little") + frame[hlen + 4:]
+
+
+def ok_vectors():
+    """[(name, raw, frame, manifest entry)] that can be made now."""
+    out = []
+    ins = inputs()
+    for mode, adapt in (("static", False), ("dynamic", True)):
+        for name in NOMODEL_INPUTS:
+            out.append((f"{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
+                        {"model": None, "adapt": adapt, "check": 1, "reencode": True}))
+    out.append(("short_english-nomodel-nocheck", ENGLISH, nomodel_frame(ENGLISH, True, _frame.CHECK_NONE),
+                {"model": None, "adapt": True, "check": 0, "reencode": True}))
+    out.append(("concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
+                {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
+    bundled = nlmcodec._bundled_files()
+    for model_name in ("tiny", "default"):
+        if model_name not in bundled:
+            continue
+        m = nlmcodec.load_model(model_name)
+        for mode, adapt in (("static", False), ("dynamic", True)):
+            for name, raw in ins.items():
+                f = nlmcodec.compress(raw, model=m, adapt=adapt)
+                out.append((f"{name}-{model_name}-{mode}", raw, f,
+                            {"model": model_name, "adapt": adapt, "check": 1, "reencode": True}))
+    return out
+
+
+def error_vectors():
+    base = nomodel_frame(ENGLISH, False)           # one lzma block (ENGLISH compresses)
+    stored = nomodel_frame(random.Random(99).randbytes(2000), False)   # one stored block
+    info = nlmcodec.get_frame_info(stored)
+    assert info.blocks[0].kind == "stored"
+    hlen = len(stored) - info.decompressed_size - 4 - 4
+    v = {}
+    v["truncated"] = (base[:-3], "truncated frame")
+    v["truncated_header"] = (base[:9], "truncated frame")
+    v["empty_input"] = (b"", "truncated frame")
+    v["bad_magic"] = (b"\xb2" + base[1:], "bad magic")
+    v["unknown_version"] = (base[:4] + b"\x02" + base[5:], "unsupported format version 2")
+    v["unknown_flags"] = (base[:5] + bytes([base[5] | 0x80]) + base[6:], "unknown flags")
+    v["flipped_bit_header"] = (stored[:5] + bytes([stored[5] ^ 0x01]) + stored[6:], "header checksum mismatch")
+    mid = hlen + 4 + 100
+    v["flipped_bit_payload"] = (stored[:mid] + bytes([stored[mid] ^ 0x10]) + stored[mid + 1:], "CRC32 mismatch")
+    v["trailing_garbage"] = (base + b"garbage!", "trailing garbage")
+    v["crc_mismatch"] = (base[:-4] + bytes([base[-4] ^ 0xFF]) + base[-3:], "CRC32 mismatch")
+    v["wrong_model_id"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, 10), "not bundled")
+    # a valid header whose stored block claims more bytes than the frame holds
+    v["block_past_end"] = (stored[:hlen + 4 + 50], "truncated frame")
+    return v
+
+
+def _write_new(path: Path, data: bytes, report, check_only):
+    if path.exists():
+        if path.read_bytes() != data:
+            report.append(f"DIFFERS (kept old): {path.relative_to(HERE)}")
+        return False
+    if check_only:
+        report.append(f"missing: {path.relative_to(HERE)}")
+        return False
+    path.write_bytes(data)
+    return True
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a vector differs or is missing")
+    args = ap.parse_args(argv)
+    OK.mkdir(parents=True, exist_ok=True)
+    ERR.mkdir(parents=True, exist_ok=True)
+    man_path = OK / "MANIFEST.json"
+    manifest = json.loads(man_path.read_text()) if man_path.exists() else {}
+    report, written = [], []
+    for name, raw, frame, entry in ok_vectors():
+        assert nlmcodec.decompress(frame, **({"model": entry["model"]} if entry["model"] else {})) == raw, name
+        infos = [nlmcodec.get_frame_info(frame)]
+        mid = infos[0].model_id
+        entry = {"format_version": _frame.FORMAT_VERSION, "model_id": mid.hex() if mid else None, **entry}
+        a = _write_new(OK / f"{name}.raw", raw, report, args.check)
+        b = _write_new(OK / f"{name}.nlm", frame, report, args.check)
+        if name not in manifest and not args.check:
+            manifest[name] = entry
+        if a or b:
+            written.append(name)
+    for name, (frame, why) in error_vectors().items():
+        try:
+            nlmcodec.decompress(frame)
+        except nlmcodec.NLMError as e:
+            assert why in str(e), (name, str(e))
+        else:
+            raise AssertionError(f"error vector {name} decodes")
+        a = _write_new(ERR / f"{name}.nlm", frame, report, args.check)
+        b = _write_new(ERR / f"{name}.why", why.encode() + b"\n", report, args.check)
+        if a or b:
+            written.append("errors/" + name)
+    if not args.check:
+        man_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1, sort_keys=True) + "\n")
+    for line in report:
+        print(line)
+    print(f"wrote {len(written)} new vectors: {', '.join(written) or '-'}")
+    return 1 if (args.check and report) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
