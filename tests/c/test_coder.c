@@ -403,6 +403,17 @@ static void test_fenwick(void) {
                   "copy");
         }
     }
+    /* copy into a tree with a larger capacity (rebuild path), then find everywhere */
+    Fen big;
+    fen_init(&big);
+    for (int i = 0; i < 3 * n; i++) fen_push(&big, 7);
+    CHECK(fen_copy(&big, &fw) == 0 && big.n == fw.n && big.total == fw.total, "copy to larger");
+    for (int i = 0; i <= n; i += 1 + n / 100) CHECK(fen_prefix(&big, i) == fen_prefix(&fw, i), "larger prefix %d", i);
+    for (uint32_t t = 0; t < fw.total; t += 1 + fw.total / 500) {
+        uint32_t c1, c2;
+        CHECK(fen_find(&big, t, &c1) == fen_find(&fw, t, &c2) && c1 == c2, "larger find");
+    }
+    fen_free(&big);
     fen_free(&fw);
     fen_free(&cp);
     printf("ok fenwick\n");

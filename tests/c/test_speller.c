@@ -1,6 +1,6 @@
 /* tests/c/test_speller.c: harness for csrc/speller (spelling cache, speller, literal gaps).
  *
- * Usage: test_speller PRIME_FILE NOVEL_FILE STREAM_FILE
+ * Usage: test_speller PRIME_FILE NOVEL_FILE STREAM_FILE [quick]
  *   PRIME_FILE  words separated by '\n' (the speller priming list)
  *   NOVEL_FILE  distinct words absent from the priming list: bits/char of the primed speller
  *   STREAM_FILE unknown-word tokens in text order (with repeats): the cache's effect
@@ -82,7 +82,7 @@ static int code_items(Speller* s, Rc* rc, Item* it, int n, uint8_t* scratch, dou
 }
 
 static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, int* wl, int nw) {
-    enum { N = 6000 };
+    enum { N = 3000 };
     static Item it[N];
     static uint8_t store[N][70000 > 33 ? 33 : 33];
     uint8_t* gapstore = (uint8_t*)malloc(70000 * 8);
@@ -188,7 +188,7 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     printf("hash speller_roundtrip %016llx\n", (unsigned long long)h);
     /* corrupt payloads never crash and are (almost always) detected */
     int detected = 0;
-    for (int t = 0; t < 50; t++) {
+    for (int t = 0; t < 12; t++) {
         uint8_t* cb = (uint8_t*)malloc(rc.enc.len);
         memcpy(cb, rc.enc.buf, rc.enc.len);
         cb[rnd() % rc.enc.len] ^= (uint8_t)(1 + rnd() % 255);
@@ -198,8 +198,8 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
         if (e || rc_dec_finish(&rd.dec)) detected++;
         free(cb);
     }
-    CHECK(detected == 50, "corruption detected %d/50", detected);
-    printf("ok corrupt detected %d/50\n", detected);
+    CHECK(detected == 12, "corruption detected %d/12", detected);
+    printf("ok corrupt detected %d/12\n", detected);
     /* bad encoder input is refused */
     int len = 0, hit;
     uint8_t b[40] = "abc";
@@ -302,6 +302,10 @@ int main(int argc, char** argv) {
     int nw = split_words(novel, nlen, w, wl, CAP);
     CHECK(nw > 0, "no novel words");
     test_roundtrip(prime, plen, w, wl, nw);
+    if (argc > 4 && !strcmp(argv[4], "quick")) { /* second build: the byte-exact round trip only */
+        printf("ALL OK\n");
+        return 0;
+    }
     test_bits(prime, plen, w, wl, nw, "novel_primed");
     test_bits(NULL, 0, w, wl, nw, "novel_unprimed");
     int ns = split_words(stream, slen, w, wl, CAP);
