@@ -1,0 +1,89 @@
+"""Shared fixtures for the Python API tests.
+
+Backends: the binding is chosen by NLMCODEC_BACKEND when nlmcodec is imported, so one pytest process
+tests one binding (nlmcodec.backend, shown in the report header).  The other binding is exercised from
+the same run by `run_backend` (a subprocess with NLMCODEC_BACKEND set), which the cross-binding tests in
+test_golden.py use to check that both bindings write and read identical bytes.  `.ci/run` therefore needs
+only one pytest invocation; `NLMCODEC_BACKEND=cffi pytest` runs the whole suite on cffi.
+
+Models: `tiny_model` is the bundled "tiny" model when it exists, else a small synthetic model (random
+weights, fixed seed) written to a temporary file, so the word-model path is tested before tiny.nlmm lands.
+`default_model` is the bundled "default" model or skips.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nlmcodec
+
+BACKENDS = ("cython", "cffi")
+WORDS = ("the of and to a in is it that was he for on as with his be at by i this had not are but from or have "
+         "an they which one you were her all she there would their we him been has when who will more no if out "
+         "so said what up its about into than them can only other new some could time these two may then do first "
+         "any my now such like our over man me even most made after also did many before must through back years "
+         "where much your way well down should because each just those people").split()
+
+
+def pytest_report_header(config):
+    bundled = sorted(nlmcodec._bundled_files())
+    return [f"nlmcodec backend: {nlmcodec.backend}; bundled models: {', '.join(bundled) or 'none'}"]
+
+
+def synthetic_model(seed=0):
+    from nlmcodec._model import Model, param_count
+
+    rng = np.random.default_rng(seed)
+    vocab = [b"", b""] + sorted({w.encode() for w in WORDS})
+    V, D, H, C = len(vocab), 16, 16, 8
+    cs = np.linspace(0, V, C + 1).astype(np.int32)
+    params = rng.normal(0, 0.1, param_count(V, D, H, C)).astype(np.float32)
+    return Model({"V": V, "D": D, "H": H, "C": C, "seg_len": 20, "lr": 0.01, "decay": 1e-4, "eps": 1e-5},
+                 params, np.full(14, 0.01, np.float32), vocab, cs, b"the\nand\nhello\n", name="synthetic")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory):
+    if "tiny" in nlmcodec._bundled_files():
+        return "tiny"
+    p = tmp_path_factory.mktemp("models") / "synthetic.nlmm"
+    synthetic_model().save(p)
+    return str(p)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_model_path):
+    return nlmcodec.load_model(tiny_model_path)
+
+
+@pytest.fixture(scope="session")
+def default_model():
+    if "default" not in nlmcodec._bundled_files():
+        pytest.skip("default.nlmm is not bundled yet")
+    return nlmcodec.load_model("default")
+
+
+@pytest.fixture(scope="session")
+def run_backend():
+    """run_backend(name, code, payload) -> JSON result of `code` run under NLMCODEC_BACKEND=name.
+
+    `code` is Python that reads the JSON `payload` from the variable IN and assigns its result to OUT."""
+    def run(name, code, payload=None):
+        assert name in BACKENDS
+        prog = ("import json, sys, nlmcodec\nIN = json.loads(sys.stdin.read())\n" + code +
+                "\nassert nlmcodec.backend == %r\nsys.stdout.write(json.dumps(OUT))\n" % name)
+        env = dict(os.environ, NLMCODEC_BACKEND=name)
+        r = subprocess.run([sys.executable, "-c", prog], input=json.dumps(payload), capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+    return run
+
+
+def word_salad(n, seed=1):
+    r = np.random.default_rng(seed)
+    idx = r.integers(0, len(WORDS), n)
+    return " ".join(WORDS[i] for i in idx).encode()
