@@ -5,6 +5,7 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -150,6 +151,12 @@ def test_concatenated_frames(tmp_path, src):
     r = run([*MODEL, "-d"], tmp_path, stdin=a + b)
     assert r.returncode == 0, r.stderr
     assert r.stdout == TEXT.encode() + b"second part\n"
+    (tmp_path / "ab.nlm").write_bytes(a + b)
+    row = json.loads(run(["-l", "--json", "ab.nlm"], tmp_path).stdout)[0]
+    assert row["frames"] == 2
+    assert row["uncompressed"] == len(TEXT.encode()) + len(b"second part\n")
+    (tmp_path / "abx.nlm").write_bytes(a + b + b"junk")
+    assert run(["-l", "abx.nlm"], tmp_path).returncode == 1
 
 
 def test_multiple_files_and_stdout_concatenation(tmp_path, src):
@@ -162,6 +169,37 @@ def test_multiple_files_and_stdout_concatenation(tmp_path, src):
 
 # -------------------------------------------------------------------------------------------------------------
 # test and list
+
+VECTORS = Path(__file__).resolve().parent.parent / "codec" / "vectors"
+
+
+@pytest.mark.skipif(not (VECTORS / "ok").is_dir(), reason="no golden vectors")
+def test_golden_vectors(tmp_path):
+    """Model-free golden frames: -t accepts the good ones and -d restores them, every bad one exits 1."""
+    ok = sorted((VECTORS / "ok").glob("*.nlm"))
+    bad = sorted((VECTORS / "errors").glob("*.nlm"))
+    assert ok and bad
+    for f in ok:
+        raw = f.with_suffix(".raw")
+        r = run(["-dc", str(f)], tmp_path)
+        assert r.returncode == 0, (f.name, r.stderr)
+        if raw.exists():
+            assert r.stdout == raw.read_bytes(), f.name
+    r = run(["-t", *map(str, ok)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run(["-l", "--json", *map(str, ok)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    for row in json.loads(r.stdout):
+        raw = Path(row["name"]).with_suffix(".raw")
+        if raw.exists():
+            assert row["uncompressed"] == raw.stat().st_size, row["name"]
+    for f in bad:
+        r = run(["-t", str(f)], tmp_path)
+        assert r.returncode == 1, f.name
+        assert r.stderr.startswith(b"nlmcodec: "), f.name
+        r = run(["-d", "-o", "out", str(f)], tmp_path)
+        assert r.returncode == 1 and not (tmp_path / "out").exists(), f.name
+    assert listing(tmp_path) == []
 
 def test_test_mode_good(tmp_path, packed):
     r = run([*MODEL, "-t", "doc.txt.nlm"], tmp_path)
@@ -407,7 +445,7 @@ def test_refuses_to_write_compressed_data_to_a_terminal(tmp_path, src):
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
 def test_refuses_to_read_compressed_data_from_a_terminal(tmp_path):
     for args in (["-d"], ["-t"], ["-l"]):
-        r = _run_with_tty([*MODEL, *args], tmp_path, tty_stdin=True)
+        r = _run_with_tty(args, tmp_path, tty_stdin=True)
         assert r.returncode == 1, args
         assert b"terminal" in r.stderr
 

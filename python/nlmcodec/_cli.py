@@ -551,21 +551,49 @@ def _verify(api, opts, path, digest):
 
 
 def _frames_info(api, data):
-    """Frame headers of ``data``: a list of FrameInfo.
+    """Headers of every concatenated frame in ``data`` (no decoding): a list of FrameInfo.
 
-    The public API describes the first frame only and does not report a frame's compressed length, so
-    concatenated frames are walked only when FrameInfo provides one (``compressed_size``/``frame_size``).
+    FrameInfo does not carry the frame's length, so it is computed from the public header: the header
+    length (the shortest prefix that ``get_frame_info`` accepts), plus the block payload sizes, plus the
+    4-byte content CRC32 when the check is CRC32 (codec/FORMAT.md §7.1).
     """
+    view = memoryview(data)
     infos = []
     pos = 0
     while pos < len(data):
-        info = api.get_frame_info(data[pos:] if pos else data)
+        try:
+            info = api.get_frame_info(view[pos:])
+        except api.NLMError as e:
+            raise api.NLMError(f"{e} (at offset {pos})" if pos else str(e)) from None
         infos.append(info)
-        flen = getattr(info, "compressed_size", None) or getattr(info, "frame_size", None)
-        if not flen:
-            break
+        flen = getattr(info, "frame_size", None)
+        if flen is None:
+            blocks = info.blocks
+            if not isinstance(blocks, (list, tuple)) or any(getattr(b, "compressed_size", None) is None
+                                                            for b in blocks):
+                break   # cannot tell where this frame ends: list the first one only
+            flen = (_header_size(api, view[pos:], len(blocks)) + sum(b.compressed_size for b in blocks)
+                    + (4 if info.check == getattr(api, "CHECK_CRC32", 1) else 0))
+        if pos + flen > len(data):
+            raise api.NLMError(f"truncated frame: the file ends {pos + flen - len(data)} bytes before "
+                               f"the end of frame {len(infos)}")
         pos += flen
     return infos
+
+
+def _header_size(api, view, nblocks):
+    """Length of the frame header at the start of ``view``: the shortest prefix get_frame_info accepts."""
+    lo, hi = 1, min(len(view), 64 + 32 + 19 * nblocks)  # magic..CRC with 9-byte varints: an upper bound
+    api.get_frame_info(view[:hi])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            api.get_frame_info(view[:mid])
+        except api.NLMError:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _hex_id(mid):
@@ -766,7 +794,12 @@ def main(argv=None):
             return status.rc
 
     if opts.mode == "list":
-        _do_list(api, opts, status, files)
+        try:
+            _do_list(api, opts, status, files)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            return EXIT_ERROR
         return status.rc
 
     try:
