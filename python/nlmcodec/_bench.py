@@ -250,10 +250,6 @@ def _hex_id(mid) -> str:
 def load_nlm_model(spec):
     """nlmcodec model for a bundled name ("default", "tiny") or a path to a .nlmm file."""
     import nlmcodec
-    if isinstance(spec, str) and (os.path.sep in spec or spec.endswith(".nlmm")) and os.path.isfile(spec):
-        cls = getattr(nlmcodec, "NLMModel", None)
-        if cls is not None:
-            return cls(spec)
     return nlmcodec.load_model(spec)
 
 
@@ -377,7 +373,19 @@ def summarize(codec: Codec, n_in: int, n_out: int, cw, cc, dw, dc) -> Dict[str, 
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size in MB (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    """This process's peak resident set size in MB.
+
+    Linux: ``VmHWM`` from /proc/self/status (the peak of this process image).  Not ``ru_maxrss``:
+    Linux carries the parent's peak into a spawned child through exec, so a worker started by a
+    big parent would report the parent's size.  Elsewhere: ``ru_maxrss`` (KiB; bytes on macOS).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
     except ImportError:  # Windows
