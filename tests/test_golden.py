@@ -1,0 +1,110 @@
+"""Golden vectors (codec/vectors): ok vectors decode byte-exactly and re-encode to the same bytes; error
+vectors are rejected with their message; both bindings agree (the other one through a subprocess)."""
+import json
+from pathlib import Path
+
+import pytest
+
+import nlmcodec
+from nlmcodec import _frame
+
+VEC = Path(__file__).resolve().parent.parent / "codec" / "vectors"
+MANIFEST = json.loads((VEC / "ok" / "MANIFEST.json").read_text())
+OK_NAMES = sorted(MANIFEST)
+ERR_NAMES = sorted(p.stem for p in (VEC / "errors").glob("*.nlm"))
+
+
+def test_vectors_present():
+    assert len(OK_NAMES) >= 8 and len(ERR_NAMES) >= 10
+    for n in OK_NAMES:
+        assert (VEC / "ok" / f"{n}.raw").exists() and (VEC / "ok" / f"{n}.nlm").exists(), n
+    for n in ERR_NAMES:
+        assert (VEC / "errors" / f"{n}.why").exists(), n
+
+
+def _model_for(entry):
+    if entry["model"] is None:
+        return None
+    if entry["model"] not in nlmcodec._bundled_files():
+        pytest.skip(f"model {entry['model']} not bundled")
+    m = nlmcodec.load_model(entry["model"])
+    if m.model_id.hex() != entry["model_id"] and entry["model_id"] is not None:
+        pytest.fail(f"bundled {entry['model']} changed id: vectors need a new model name")
+    return m
+
+
+@pytest.mark.parametrize("name", OK_NAMES)
+def test_ok_vector_decodes(name):
+    entry = MANIFEST[name]
+    raw = (VEC / "ok" / f"{name}.raw").read_bytes()
+    frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
+    assert entry["format_version"] == nlmcodec.FORMAT_VERSION
+    info = nlmcodec.get_frame_info(frame)
+    assert (info.model_id.hex() if info.model_id else None) == entry["model_id"]
+    assert nlmcodec.decompress(frame) == raw             # bundled models are found by id
+
+
+@pytest.mark.parametrize("name", [n for n in OK_NAMES if MANIFEST[n]["reencode"]])
+def test_ok_vector_reencodes(name):
+    entry = MANIFEST[name]
+    raw = (VEC / "ok" / f"{name}.raw").read_bytes()
+    frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
+    model = _model_for(entry)
+    if model is None:
+        e = _frame.FrameEncoder(None, None, entry["adapt"], entry["check"])
+        e.feed(raw)
+        assert e.finish() == frame
+        bundled = nlmcodec._bundled_files()
+        if bundled:                                      # any model gives the same no-model frame
+            assert nlmcodec.compress(raw, model=sorted(bundled)[0], adapt=entry["adapt"],
+                                     check=entry["check"]) == frame
+    else:
+        assert nlmcodec.compress(raw, model=model, adapt=entry["adapt"], check=entry["check"]) == frame
+
+
+@pytest.mark.parametrize("name", ERR_NAMES)
+def test_error_vector_rejected(name):
+    frame = (VEC / "errors" / f"{name}.nlm").read_bytes()
+    why = (VEC / "errors" / f"{name}.why").read_text().strip()
+    with pytest.raises(nlmcodec.NLMError) as ei:
+        nlmcodec.decompress(frame)
+    assert why in str(ei.value)
+
+
+_CROSS = """
+import hashlib
+from pathlib import Path
+vec = Path(IN["vec"])
+OUT = {}
+for n in IN["ok"]:
+    OUT["ok:" + n] = hashlib.sha256(nlmcodec.decompress((vec / "ok" / (n + ".nlm")).read_bytes())).hexdigest()
+for n in IN["err"]:
+    try:
+        nlmcodec.decompress((vec / "errors" / (n + ".nlm")).read_bytes()); OUT["err:" + n] = "accepted"
+    except nlmcodec.NLMError as e:
+        OUT["err:" + n] = str(e)
+m = nlmcodec.load_model(IN["model"])
+for i, t in enumerate(IN["texts"]):
+    for adapt in (False, True):
+        c = nlmcodec.compress(t.encode("utf-8", "surrogateescape"), model=m, adapt=adapt)
+        d = nlmcodec.decompress(c, model=m)
+        OUT["c:%d:%d" % (i, adapt)] = hashlib.sha256(c).hexdigest() + ":" + hashlib.sha256(d).hexdigest()
+from nlmcodec._core import Codec
+for i, t in enumerate(IN["texts"]):
+    for adapt in (False, True):
+        cd = Codec(m, adapt); cd.reset()
+        try:
+            OUT["raw:%d:%d" % (i, adapt)] = hashlib.sha256(cd.encode_block(t.encode("utf-8", "surrogateescape"))).hexdigest()
+        except nlmcodec.NLMError as e:
+            OUT["raw:%d:%d" % (i, adapt)] = "error: " + str(e)
+"""
+
+
+def test_bindings_identical(run_backend, tiny_model_path):
+    from conftest import word_salad
+    texts = ["", "a", "The quick brown fox jumps over the lazy dog.\n", word_salad(3000).decode(),
+             "Mixed CASE\r\n\ttabs \u00fcber caf\u00e9 \u65e5\u672c " * 20]
+    payload = {"vec": str(VEC), "ok": OK_NAMES, "err": ERR_NAMES, "model": tiny_model_path, "texts": texts}
+    results = {b: run_backend(b, _CROSS, payload) for b in ("cython", "cffi")}
+    assert results["cython"] == results["cffi"]
+    assert all(v != "accepted" for k, v in results["cython"].items() if k.startswith("err:"))
