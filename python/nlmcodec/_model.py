@@ -93,6 +93,8 @@ class Model:
         self.class_start = np.ascontiguousarray(np.asarray(class_start, dtype=np.int32).reshape(-1))
         self.speller_prime = bytes(speller_prime)
         self.metadata = dict(metadata or {})
+        if name and "name" not in self.metadata:
+            self.metadata["name"] = name          # the name travels in the (hashed) metadata
         self.name = name or str(self.metadata.get("name", ""))
         self._validate()
         self._bytes = None

@@ -1,0 +1,107 @@
+"""The .nlmm model file: round trip, model id, and rejection of bad files."""
+import struct
+
+import numpy as np
+import pytest
+
+from nlmcodec._model import MAGIC, Model, ModelFormatError, param_count
+from nlmcodec import reference as R
+
+
+def _model(dtype="float16", V=40, D=16, H=32, C=4, seed=0):
+    rng = np.random.default_rng(seed)
+    vocab = [b"", b""] + [f"w{i}".encode() for i in range(V - 2)]
+    cs = np.array([0, 3, 10, 20, V], dtype=np.int32)
+    p = R.init_params(V, D, H, C, rng)
+    cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": 20, "lr": 1e-3, "decay": 5e-4, "eps": 1e-6}
+    return Model(cfg, p, rng.random(14).astype(np.float32), vocab, cs, b"foo\nbar", {"x": 1}, name="t",
+                 param_dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_round_trip(dtype, tmp_path):
+    m = _model(dtype)
+    b = m.to_bytes()
+    assert b[:8] == MAGIC and b[0] >= 0x80
+    m2 = Model.from_bytes(b)
+    assert m2.to_bytes() == b
+    assert m2.model_id == m.model_id and len(m.model_id) == 32
+    assert np.array_equal(m2.params, m.params) and m2.params.dtype == np.float32
+    assert np.array_equal(m2.ms, m.ms)
+    assert m2.vocab == m.vocab and np.array_equal(m2.class_start, m.class_start)
+    assert m2.speller_prime == b"foo\nbar" and m2.metadata == {"x": 1, "name": "t"}
+    assert m2.config == m.config
+    p = tmp_path / "a.nlmm"
+    m.save(p)
+    m3 = Model.load(p)
+    assert m3.model_id == m.model_id and m3.name == "t"
+
+
+def test_float16_loads_exactly():
+    m = _model("float16")
+    assert np.array_equal(m.params, m.params.astype(np.float16).astype(np.float32))
+    assert len(m.to_bytes()) < len(_model("float32").to_bytes())
+
+
+def test_model_id_depends_on_everything():
+    a = _model()
+    b = a.with_config(lr=2e-3)
+    assert a.model_id != b.model_id
+
+
+def test_truncations_rejected():
+    b = _model().to_bytes()
+    for n in list(range(0, 64)) + list(range(64, len(b), max(1, len(b) // 97))) + [len(b) - 1]:
+        with pytest.raises(ModelFormatError):
+            Model.from_bytes(b[:n])
+
+
+def test_trailing_garbage_and_magic():
+    b = _model().to_bytes()
+    with pytest.raises(ModelFormatError):
+        Model.from_bytes(b + b"\0")
+    with pytest.raises(ModelFormatError):
+        Model.from_bytes(b"X" + b[1:])
+    assert issubclass(ModelFormatError, ValueError)
+
+
+def _patch_header(b, field, value):
+    # header: magic(8) version(4) V D H C seg_len (int32) lr decay eps (f32) dtype(u32)
+    off = {"version": 8, "V": 12, "D": 16, "H": 20, "C": 24, "seg_len": 28, "dtype": 44}[field]
+    return b[:off] + struct.pack("<i" if field != "dtype" else "<I", value) + b[off + 4:]
+
+
+@pytest.mark.parametrize("field,value", [("version", 2), ("V", 1), ("V", 1 << 30), ("D", 17), ("H", 0),
+                                         ("H", 1 << 20), ("C", 0), ("C", 41), ("seg_len", 0), ("dtype", 7),
+                                         ("V", 41), ("D", 32)])
+def test_bad_header_fields(field, value):
+    b = _patch_header(_model().to_bytes(), field, value)
+    with pytest.raises(ModelFormatError):
+        Model.from_bytes(b)
+
+
+def test_absurd_sizes_do_not_allocate():
+    # a huge claimed config with a tiny file: must fail on the length check, fast
+    b = _patch_header(_patch_header(_model().to_bytes(), "V", 1 << 20), "H", 4096)
+    with pytest.raises(ModelFormatError):
+        Model.from_bytes(b)
+
+
+def test_bad_contents():
+    m = _model()
+    with pytest.raises(ModelFormatError):
+        Model(m.config, m.params, m.ms, m.vocab[:-1] + [b"w0"], m.class_start)       # duplicate body
+    with pytest.raises(ModelFormatError):
+        Model(m.config, m.params, m.ms, [b"x"] + m.vocab[1:], m.class_start)          # <unk> not empty
+    cs = m.class_start.copy(); cs[2] = cs[1]
+    with pytest.raises(ModelFormatError):
+        Model(m.config, m.params, m.ms, m.vocab, cs)                                   # empty class
+    p = m.params.copy(); p[3] = np.nan
+    with pytest.raises(ModelFormatError):
+        Model(m.config, p, m.ms, m.vocab, m.class_start)
+    with pytest.raises(ModelFormatError):
+        Model(m.config, m.params[:-1], m.ms, m.vocab, m.class_start)
+
+
+def test_param_count_matches_reference():
+    assert param_count(40, 16, 32, 4) == R.param_count(40, 16, 32, 4)
