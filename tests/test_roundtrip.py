@@ -1,0 +1,69 @@
+"""Lossless round trips: Hypothesis on arbitrary bytes and text-like strings (tiny model, both modes), and
+every benchmark / out-of-domain corpus file with the default model (slow)."""
+import lzma
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import nlmcodec
+from nlmcodec import _frame
+
+CORPUS = Path("/work/shared/corpus")
+HSET = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+text_like = st.lists(st.one_of(
+    st.sampled_from(["the", "The", "THE", "of", "and", "caf\u00e9", "\u00dcber", "x86_64", "McDonald", "42",
+                     "3.14", ",", ".", "!", "\u201c", "\u65e5\u672c"]),
+    st.sampled_from([" ", "  ", "\n", "\n\n", "\r\n", "\t", " \t ", "\f", ""]),
+    st.text(max_size=12)), max_size=200).map("".join)
+
+
+@HSET
+@given(data=st.binary(max_size=3000), adapt=st.booleans())
+def test_roundtrip_bytes(tiny_model, data, adapt):
+    f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
+    assert len(f) <= _frame.max_compressed_size(len(data))
+    assert nlmcodec.decompress(f, model=tiny_model) == data
+
+
+@HSET
+@given(text=text_like, adapt=st.booleans(), check=st.sampled_from([0, 1]))
+def test_roundtrip_text(tiny_model, text, adapt, check):
+    data = text.encode("utf-8", "surrogatepass")
+    f = nlmcodec.compress(data, model=tiny_model, adapt=adapt, check=check)
+    assert nlmcodec.decompress(f, model=tiny_model) == data
+
+
+@pytest.mark.parametrize("adapt", [False, True])
+def test_roundtrip_word_model_blocks(tiny_model, adapt):
+    """The word-model payload path itself, whatever the frame policy picks."""
+    from nlmcodec._core import Codec
+    from conftest import word_salad
+    data = word_salad(2000) + "\r\n Mixed CASE \u00fcber\t\x00\xff".encode("utf-8", "surrogateescape")
+    enc, dec = Codec(tiny_model, adapt), Codec(tiny_model, adapt)
+    enc.reset(), dec.reset()
+    for part in (data, data[:777], data[::-1]):
+        p = enc.encode_block(part)
+        assert dec.decode_block(p, len(part)) == part
+
+
+def _corpus_files():
+    files = []
+    for d in ("bench", "ood"):
+        for p in sorted((CORPUS / d).rglob("*")):
+            if p.is_file():
+                files.append(pytest.param(p, id=str(p.relative_to(CORPUS))))
+    return files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("path", _corpus_files())
+def test_roundtrip_corpus(default_model, path, adapt):
+    data = path.read_bytes()
+    if path.suffix == ".xz":
+        data = lzma.decompress(data)
+    f = nlmcodec.compress(data, model=default_model, adapt=adapt)
+    assert len(f) <= _frame.max_compressed_size(len(data))
+    assert nlmcodec.decompress(f) == data
