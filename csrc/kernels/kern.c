@@ -48,6 +48,21 @@ static void axpy_scalar(float* y, float a, const float* x, int n) {
     }
 }
 
+static void outer_acc_seq_scalar(float* G, const float* const* d, const float* const* x, int T, int rows,
+                                 int cols) {
+    for (int r = 0; r < rows; r++) {
+        float* g = G + (size_t)r * cols;
+        for (int k = 0; k < cols; k++) {
+            float acc = g[k];
+            for (int i = 0; i < T; i++) {
+                float p = d[i][r] * x[i][k];
+                acc = acc + p;
+            }
+            g[k] = acc;
+        }
+    }
+}
+
 static void sgd_decay_scalar(float* th, const float* th0, const float* g, float step, float decay, int n) {
     for (int i = 0; i < n; i++) {
         float t = th0[i] - th[i];
@@ -213,6 +228,44 @@ __attribute__((target("avx2"))) static void matvec_t_acc_avx2(float* y, const fl
     }
 }
 
+__attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const float* const* d,
+                                                               const float* const* x, int T, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        float* g = G + (size_t)r * cols;
+        int k = 0;
+        for (; k + 32 <= cols; k += 32) {
+            __m256 g0 = _mm256_loadu_ps(g + k), g1 = _mm256_loadu_ps(g + k + 8);
+            __m256 g2 = _mm256_loadu_ps(g + k + 16), g3 = _mm256_loadu_ps(g + k + 24);
+            for (int i = 0; i < T; i++) {
+                __m256 dr = _mm256_set1_ps(d[i][r]);
+                const float* xi = x[i] + k;
+                g0 = _mm256_add_ps(g0, _mm256_mul_ps(dr, _mm256_loadu_ps(xi)));
+                g1 = _mm256_add_ps(g1, _mm256_mul_ps(dr, _mm256_loadu_ps(xi + 8)));
+                g2 = _mm256_add_ps(g2, _mm256_mul_ps(dr, _mm256_loadu_ps(xi + 16)));
+                g3 = _mm256_add_ps(g3, _mm256_mul_ps(dr, _mm256_loadu_ps(xi + 24)));
+            }
+            _mm256_storeu_ps(g + k, g0);
+            _mm256_storeu_ps(g + k + 8, g1);
+            _mm256_storeu_ps(g + k + 16, g2);
+            _mm256_storeu_ps(g + k + 24, g3);
+        }
+        for (; k + 8 <= cols; k += 8) {
+            __m256 g0 = _mm256_loadu_ps(g + k);
+            for (int i = 0; i < T; i++)
+                g0 = _mm256_add_ps(g0, _mm256_mul_ps(_mm256_set1_ps(d[i][r]), _mm256_loadu_ps(x[i] + k)));
+            _mm256_storeu_ps(g + k, g0);
+        }
+        for (; k < cols; k++) {
+            float acc = g[k];
+            for (int i = 0; i < T; i++) {
+                float p = d[i][r] * x[i][k];
+                acc = acc + p;
+            }
+            g[k] = acc;
+        }
+    }
+}
+
 __attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
                                                            float decay, int n) {
     __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
@@ -289,6 +342,16 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
     }
 #endif
     for (int r = 0; r < rows; r++) axpy_scalar(G + (size_t)r * cols, d[r], x, cols);
+}
+
+void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        outer_acc_seq_avx2(G, d, x, T, rows, cols);
+        return;
+    }
+#endif
+    outer_acc_seq_scalar(G, d, x, T, rows, cols);
 }
 
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n) {

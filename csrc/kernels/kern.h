@@ -33,6 +33,11 @@ void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int c
 /* G[rows][cols] += d[rows] ⊗ x[cols]: G[r][k] = G[r][k] + d[r]*x[k].  Any rows, cols >= 0. */
 void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols);
 
+/* The sum of T outer products into G, i ascending: for i = 0..T-1: G[r][k] = G[r][k] + d[i][r]*x[i][k].
+ * Bit-identical to T calls kern_outer_acc(G, d[i], x[i], rows, cols) in order i = 0..T-1, but each element
+ * of G is loaded and stored once.  d[i]: rows floats, x[i]: cols floats. */
+void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols);
+
 /* Dynamic-evaluation update of n parameters (codec/FORMAT.md §6), elementwise:
  * t = th0[i] - th[i]; th[i] = (th[i] - step*g[i]) + decay*t, with step = lr/(ms_t + eps) computed by the
  * caller. */

@@ -67,7 +67,11 @@ struct Elman {
     int32_t *slE, *slO, *slB;  /* (V) slot in the compact gradient of a touched row */
     int32_t *lsE, *lsO, *lsB;  /* touched rows, in first-touch order */
     int nE, nO, nB;
-    float *dh, *dhn, *da, *dx, *pz, *zt; /* (H) (H) (H) (D) (maxz) (maxz) */
+    float *dh, *dhn, *dx, *zt; /* (H) (H) (D) (maxz) */
+    /* per-token backward vectors, row i = token T-1-i (the order the outer products are summed in) */
+    float *bzc, *bzw, *bzk, *bzg, *bda, *bx; /* (S×C) (S×maxcs) (S×4) (S×8) (S×H) (S×D) */
+    const float **pd, **px;                  /* (S) pointer lists for kern_outer_acc_seq */
+    uint32_t* stC;                           /* (C) epoch of the last grouping of a class */
 
     /* ---- lazy decay ---- */
     uint32_t seg_no;
@@ -126,8 +130,9 @@ void elman_free(Elman* m) {
     if (!m) return;
     void* ps[] = {m->p,   m->p0,  m->cs,  m->cls, m->h,   m->zc,  m->zw,  m->zk,  m->zg,   m->xbuf,  m->pre,
                   m->tmp, m->segi, m->segf, m->gd, m->gE,  m->gWo, m->gbo, m->gBc, m->gBg,  m->stE,   m->stO,
-                  m->stB, m->slE, m->slO, m->slB, m->lsE, m->lsO, m->lsB, m->dh,  m->dhn,  m->da,    m->dx,
-                  m->pz,  m->zt,  m->last, m->q,  m->s_p, m->s_h, m->s_segf, m->s_last, m->s_segi};
+                  m->stB, m->slE, m->slO, m->slB, m->lsE, m->lsO, m->lsB, m->dh,  m->dhn,  m->dx,
+                  m->zt,  m->bzc, m->bzw, m->bzk, m->bzg, m->bda, m->bx, (void*)m->pd, (void*)m->px, m->stC,
+                  m->last, m->q,  m->s_p, m->s_h, m->s_segf, m->s_last, m->s_segi};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
     free(m);
 }
@@ -195,10 +200,17 @@ Elman* elman_new(const NlmConfig* cfg, const float* params, const float* ms, con
         ALLOC(lsB, S * 4);
         ALLOC(dh, H * 4);
         ALLOC(dhn, H * 4);
-        ALLOC(da, H * 4);
         ALLOC(dx, D * 4);
-        ALLOC(pz, maxz * 4);
         ALLOC(zt, maxz * 4);
+        ALLOC(bzc, S * C * 4);
+        ALLOC(bzw, S * (size_t)maxcs * 4);
+        ALLOC(bzk, S * 4 * 4);
+        ALLOC(bzg, S * 8 * 4);
+        ALLOC(bda, S * H * 4);
+        ALLOC(bx, S * D * 4);
+        ALLOC(pd, S * sizeof(float*));
+        ALLOC(px, S * sizeof(float*));
+        ALLOC(stC, C * 4);
         ALLOC(last, 3 * V * 4);
         ALLOC(q, (QCAP + 1) * 4);
     }
@@ -462,6 +474,7 @@ static void backward(Elman* m) {
         memset(m->stE, 0, (size_t)m->V * 4);
         memset(m->stO, 0, (size_t)m->V * 4);
         memset(m->stB, 0, (size_t)m->V * 4);
+        memset(m->stC, 0, (size_t)m->C * 4);
         m->epoch = 1;
     }
     m->nE = m->nO = m->nB = 0;
@@ -487,56 +500,55 @@ static void backward(Elman* m) {
 
     const float *Wc = P + m->off[ELM_WC], *Wo = P + m->off[ELM_WO], *Uc = P + m->off[ELM_UC];
     const float *Ug = P + m->off[ELM_UG], *Wx = P + m->off[ELM_WX], *Wh = P + m->off[ELM_WH];
-    float *pz = m->pz, *dh = m->dh, *da = m->da;
+    float* dh = m->dh;
     for (int t = T - 1; t >= 0; t--) {
+        int i = T - 1 - t;
         const int32_t* si = m->segi + (size_t)t * 5;
         int w = si[0], c = si[1], k = si[2], g = si[3], cc = si[4];
         const float* s = m->sh + (size_t)t * H;
         memcpy(dh, m->dhn, (size_t)H * 4);
         /* class head */
+        float* pz = m->bzc + (size_t)i * C;
         softmax(pz, m->zt, m->szc + (size_t)t * C, C);
         pz[c] = pz[c] - 1.0f;
-        kern_outer_acc(m->gWc, pz, s, C, H);
-        for (int i = 0; i < C; i++) m->gbc[i] = m->gbc[i] + pz[i];
+        for (int j = 0; j < C; j++) m->gbc[j] = m->gbc[j] + pz[j];
         kern_matvec_t_acc(dh, Wc, pz, C, H);
         /* word head, rows a..b */
         int a = m->cs[c], n = m->cs[c + 1] - a;
+        pz = m->bzw + (size_t)i * m->maxcs;
         softmax(pz, m->zt, m->szw + (size_t)t * m->maxcs, n);
         pz[w - a] = pz[w - a] - 1.0f;
-        for (int i = 0; i < n; i++) {
-            int sl = m->slO[a + i];
-            kern_axpy(m->gWo + (size_t)sl * H, pz[i], s, H);
-            m->gbo[sl] = m->gbo[sl] + pz[i];
+        for (int j = 0; j < n; j++) {
+            int sl = m->slO[a + j];
+            m->gbo[sl] = m->gbo[sl] + pz[j];
         }
         kern_matvec_t_acc(dh, Wo + (size_t)a * H, pz, n, H);
         /* case head over symbols 0..2 */
         int sb = m->slB[w];
         if (cc) {
+            pz = m->bzk + (size_t)i * 4;
             softmax(pz, m->zt, m->szk + (size_t)t * 4, 3);
             pz[k] = pz[k] - 1.0f;
-            kern_outer_acc(m->gUc, pz, s, 3, H);
-            for (int i = 0; i < 3; i++) m->gBc[(size_t)sb * 4 + i] = m->gBc[(size_t)sb * 4 + i] + pz[i];
+            for (int j = 0; j < 3; j++) m->gBc[(size_t)sb * 4 + j] = m->gBc[(size_t)sb * 4 + j] + pz[j];
             kern_matvec_t_acc(dh, Uc, pz, 3, H);
         }
         /* gap head */
+        pz = m->bzg + (size_t)i * 8;
         softmax(pz, m->zt, m->szg + (size_t)t * 8, 8);
         pz[g] = pz[g] - 1.0f;
-        kern_outer_acc(m->gUg, pz, s, 8, H);
-        for (int i = 0; i < 8; i++) m->gBg[(size_t)sb * 8 + i] = m->gBg[(size_t)sb * 8 + i] + pz[i];
+        for (int j = 0; j < 8; j++) m->gBg[(size_t)sb * 8 + j] = m->gBg[(size_t)sb * 8 + j] + pz[j];
         kern_matvec_t_acc(dh, Ug, pz, 8, H);
         if (t == 0) break;
         /* transition that produced s_t from token t-1 */
-        for (int i = 0; i < H; i++) {
-            float s2 = s[i] * s[i];
+        float* da = m->bda + (size_t)i * H;
+        for (int j = 0; j < H; j++) {
+            float s2 = s[j] * s[j];
             float u = 1.0f - s2;
-            da[i] = dh[i] * u;
+            da[j] = dh[j] * u;
         }
         const int32_t* sp = m->segi + (size_t)(t - 1) * 5;
-        const float* hp = m->sh + (size_t)(t - 1) * H;
-        input_vec(m, m->xbuf, sp[0], sp[2], sp[3]);
-        kern_outer_acc(m->gWx, da, m->xbuf, H, D);
-        kern_outer_acc(m->gWh, da, hp, H, H);
-        for (int i = 0; i < H; i++) m->gbh[i] = m->gbh[i] + da[i];
+        input_vec(m, m->bx + (size_t)i * D, sp[0], sp[2], sp[3]);
+        for (int j = 0; j < H; j++) m->gbh[j] = m->gbh[j] + da[j];
         memset(m->dx, 0, (size_t)D * 4);
         kern_matvec_t_acc(m->dx, Wx, da, H, D);
         kern_axpy(m->gE + (size_t)m->slE[sp[0]] * D, 1.0f, m->dx, D);
@@ -544,6 +556,32 @@ static void backward(Elman* m) {
         kern_axpy(m->gEgap + (size_t)sp[3] * D, 1.0f, m->dx, D);
         memset(m->dhn, 0, (size_t)H * 4);
         kern_matvec_t_acc(m->dhn, Wh, da, H, H);
+    }
+    /* weight gradients: sums of outer products over the tokens, i ascending (t descending) */
+    const float **pd = m->pd, **px = m->px;
+    for (int i = 0; i < T; i++) pd[i] = m->bzc + (size_t)i * C, px[i] = m->sh + (size_t)(T - 1 - i) * H;
+    kern_outer_acc_seq(m->gWc, pd, px, T, C, H);
+    for (int i = 0; i < T; i++) pd[i] = m->bzg + (size_t)i * 8;
+    kern_outer_acc_seq(m->gUg, pd, px, T, 8, H);
+    int nk = 0;
+    for (int i = 0; i < T; i++)
+        if (m->segi[(size_t)(T - 1 - i) * 5 + 4]) pd[nk] = m->bzk + (size_t)i * 4, px[nk++] = m->sh + (size_t)(T - 1 - i) * H;
+    kern_outer_acc_seq(m->gUc, pd, px, nk, 3, H);
+    for (int i = 0; i + 1 < T; i++) pd[i] = m->bda + (size_t)i * H, px[i] = m->bx + (size_t)i * D;
+    kern_outer_acc_seq(m->gWx, pd, px, T - 1, H, D);
+    for (int i = 0; i + 1 < T; i++) px[i] = m->sh + (size_t)(T - 2 - i) * H;
+    kern_outer_acc_seq(m->gWh, pd, px, T - 1, H, H);
+    /* Wo rows, one class at a time (its rows have consecutive gradient slots) */
+    for (int i = 0; i < T; i++) {
+        int c = m->segi[(size_t)(T - 1 - i) * 5 + 1];
+        if (m->stC[c] == m->epoch) continue;
+        m->stC[c] = m->epoch;
+        int nt = 0;
+        for (int j = i; j < T; j++)
+            if (m->segi[(size_t)(T - 1 - j) * 5 + 1] == c)
+                pd[nt] = m->bzw + (size_t)j * m->maxcs, px[nt++] = m->sh + (size_t)(T - 1 - j) * H;
+        int a = m->cs[c];
+        kern_outer_acc_seq(m->gWo + (size_t)m->slO[a] * H, pd, px, nt, m->cs[c + 1] - a, H);
     }
 }
 
