@@ -1,7 +1,7 @@
 """Spelling cache, speller and literal gaps (csrc/speller): builds tests/c/test_speller.c (-O2 and
 -O0 -DNLM_NO_SIMD) and runs it on word lists made here:
 
-* priming list: lowercased words of the first ~20 MB of corpus/train outside its 16k most frequent words;
+* priming list: lowercased words of the first ~12 MB of corpus/train outside its 16k most frequent words;
 * novel words: distinct out-of-vocabulary words of corpus/dev that are not in the priming list;
 * stream: the out-of-vocabulary tokens of corpus/dev in text order (repeats: the cache).
 
@@ -42,8 +42,8 @@ def lists(tmp_path_factory):
     if not (os.path.exists(train_p) and os.path.exists(dev_p)):
         pytest.skip("corpus not available")
     tmp = tmp_path_factory.mktemp("speller")
-    train = read_text(train_p, 20_000_000)
-    dev = read_text(dev_p, 4_000_000)
+    train = read_text(train_p, 12_000_000)
+    dev = read_text(dev_p, 3_000_000)
     cnt = collections.Counter(w.lower() for w in WORD.findall(train))
     vocab = {w for w, _ in cnt.most_common(16000)}
     prime = sorted(w for w in cnt if w not in vocab)
@@ -80,6 +80,6 @@ def test_speller(lists):
     primed = float(re.search(r"novel_primed .*?spell_bits_per_symbol_incl_end ([0-9.]+)", o2).group(1))
     unprimed = float(re.search(r"novel_unprimed .*?spell_bits_per_symbol_incl_end ([0-9.]+)", o2).group(1))
     assert primed < unprimed  # priming helps
-    assert primed < 3.6  # measured ~3.3 bits/symbol (END included) on novel dev words
+    assert primed < 3.45  # measured ~3.16 bits/symbol (END included) on novel dev words
     m = re.search(r"bits_per_token ([0-9.]+) approx_spell_every_token ([0-9.]+)", o2)
     assert float(m.group(1)) < 0.85 * float(m.group(2))  # the cache pays for itself on repeats

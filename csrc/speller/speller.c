@@ -8,9 +8,9 @@
  * finds a body by hash.  After a hit c_i += 1; after an escape the body is appended with c = 1.  When the
  * total exceeds 2^28 every c_i becomes (c_i + 1) / 2.
  *
- * Speller (§5.2): order-3 PPM with full exclusions over 257 symbols (bytes 0..255, END = 256).  The
+ * Speller (§5.2): order-4 PPM with full exclusions over 257 symbols (bytes 0..255, END = 256).  The
  * history of a body b_0..b_{k-1} is (BOW, b_0, ..., b_{k-1}); the context of order o at position p is the
- * last o symbols of the history (BOW = 256 marks the begin of a word), o <= min(3, p + 1).  Coding a
+ * last o symbols of the history (BOW = 256 marks the begin of a word), o <= min(4, p + 1).  Coding a
  * symbol: for o from the highest order down to 0, if the context exists and has a symbol not excluded,
  * code with PPM-D frequencies over its non-excluded symbols: symbol j gets 2c_j − 1, the escape gets d
  * (number of those symbols); a found symbol ends the search, an escape excludes the context's symbols.
@@ -25,7 +25,7 @@
  * or start) × 7 counts starting at 1; END has frequency 0 at position 0 and is implied at maxlen; after
  * each coded symbol its count += GAP_INC; a context whose total exceeds GAP_LIMIT is halved (rounded up).
  *
- * Tables: a hash of contexts (key = order << 27 | last o symbols, 9 bits each; open addressing, linear
+ * Tables: a hash of contexts (64-bit key = order << 40 | last o symbols, 9 bits each; open addressing, linear
  * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that save,
  * restore and reset are memcpy.
  */
@@ -54,10 +54,10 @@
 #define NSYM 257 /* 256 bytes + END */
 #define END 256
 #define BOW 256
-#define ORDER 3
+#define ORDER 4 /* measured on dev novel words: 3.16 bits/symbol vs 3.29 for order 3 */
 
 typedef struct {
-    uint32_t key; /* key + 1; 0 = empty slot */
+    uint64_t key; /* key + 1; 0 = empty slot */
     int32_t head; /* first entry in the pool, -1 none */
     uint32_t total;
     uint32_t distinct;
@@ -139,6 +139,13 @@ static int pstate_copy(PState* d, const PState* s) {
     return 0;
 }
 
+static inline uint32_t hash64(uint64_t x) {
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return (uint32_t)(x >> 32);
+}
+
 static inline uint32_t hash32(uint32_t x) {
     x ^= x >> 16;
     x *= 0x7feb352dU;
@@ -148,8 +155,8 @@ static inline uint32_t hash32(uint32_t x) {
     return x;
 }
 
-static PCtx* ctx_find(const PState* p, uint32_t key) {
-    uint32_t m = p->ccap - 1, i = hash32(key) & m;
+static PCtx* ctx_find(const PState* p, uint64_t key) {
+    uint32_t m = p->ccap - 1, i = hash64(key) & m;
     for (;;) {
         PCtx* c = &p->ctx[i];
         if (c->key == key + 1) return c;
@@ -164,7 +171,7 @@ static int ctx_grow(PState* p) {
     if (!nc) return NLM_ERR_NOMEM;
     for (uint32_t i = 0; i < p->ccap; i++) {
         if (!p->ctx[i].key) continue;
-        uint32_t j = hash32(p->ctx[i].key - 1) & (ncap - 1);
+        uint32_t j = hash64(p->ctx[i].key - 1) & (ncap - 1);
         while (nc[j].key) j = (j + 1) & (ncap - 1);
         nc[j] = p->ctx[i];
     }
@@ -174,11 +181,11 @@ static int ctx_grow(PState* p) {
     return 0;
 }
 
-static PCtx* ctx_get(PState* p, uint32_t key, int* err) {
+static PCtx* ctx_get(PState* p, uint64_t key, int* err) {
     PCtx* c = ctx_find(p, key);
     if (c) return c;
     if ((p->cused + 1) * 2 > p->ccap && (*err = ctx_grow(p))) return NULL;
-    uint32_t m = p->ccap - 1, i = hash32(key) & m;
+    uint32_t m = p->ccap - 1, i = hash64(key) & m;
     while (p->ctx[i].key) i = (i + 1) & m;
     c = &p->ctx[i];
     c->key = key + 1;
@@ -190,11 +197,11 @@ static PCtx* ctx_get(PState* p, uint32_t key, int* err) {
 }
 
 /* Context key of order o at position pos of body b (history BOW, b_0, ...). */
-static inline uint32_t ctx_key(const uint8_t* b, int pos, int o) {
-    uint32_t k = (uint32_t)o << 27;
+static inline uint64_t ctx_key(const uint8_t* b, int pos, int o) {
+    uint64_t k = (uint64_t)o << 40;
     for (int i = 1; i <= o; i++) {
         int hp = pos - i; /* index in b; -1 = BOW */
-        uint32_t v = hp >= 0 ? b[hp] : BOW;
+        uint64_t v = hp >= 0 ? b[hp] : BOW;
         k |= v << (9 * (i - 1));
     }
     return k;

@@ -1,7 +1,7 @@
 /* speller/speller.h: unknown bodies and literal gaps (codec/FORMAT.md §5).
  *
  * Owns the spelling cache (PPM-C over the bodies already sent as <unk> in this frame), the adaptive
- * order-3 character PPM speller (primed once from a word list) and the literal-gap model.  All three are
+ * order-4 character PPM speller (primed once from a word list) and the literal-gap model.  All three are
  * integer-count models driving the range coder of coder/rc.h; nothing here touches floats on the coding
  * path (libm log2 only fills the optional statistics).
  */
