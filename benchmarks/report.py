@@ -196,6 +196,8 @@ def summary_rows(rows, codec_order):
         out.append({
             "codec": c, "files": len(rs), "bytes_in": n_in, "bytes_out": n_out, "bpb": 8 * n_out / n_in,
             "c_kbps": B.kbps(n_in, cs), "d_kbps": B.kbps(n_in, ds),
+            "c_cpu_kbps": B.kbps(n_in, sum(r["c_cpu_s"] for r in rs)),
+            "d_cpu_kbps": B.kbps(n_in, sum(r["d_cpu_s"] for r in rs)),
             "c_peak_rss_mb": peak, "d_peak_rss_mb": dpeak,
             "model_bytes": rs[0]["model_bytes"], "total_bytes": n_out + rs[0]["model_bytes"],
         })
@@ -225,11 +227,12 @@ def write_markdown(path, rows, summary, common, header, skipped):
     if summary:
         L.append(f"## Summary over {len(common)} file(s): {', '.join(common)}\n")
         L.append("| codec | bytes in | bytes out | bits/byte | vs xz-9e | compress KB/s | decompress KB/s "
-                 "| peak MB (c/d) | model bytes | compressed + model | (c+m) vs xz-9e |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "| C / D KB/s (CPU time) | peak MB (c/d) | model bytes | compressed + model | (c+m) vs xz-9e |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for s in summary:
             L.append(f"| {s['codec']} | {s['bytes_in']:,} | {s['bytes_out']:,} | {s['bpb']:.3f} "
                      f"| {fnum(s['size_vs_xz9e'], '.3f')} | {s['c_kbps']:,.1f} | {s['d_kbps']:,.1f} "
+                     f"| {s['c_cpu_kbps']:,.1f} / {s['d_cpu_kbps']:,.1f} "
                      f"| {fnum(s['c_peak_rss_mb'], '.0f')}/{fnum(s['d_peak_rss_mb'], '.0f')} "
                      f"| {s['model_bytes']:,} | {s['total_bytes']:,} | {fnum(s['total_vs_xz9e'], '.3f')} |")
         L.append("")
@@ -340,6 +343,13 @@ def main(argv=None) -> int:
     if any(c.name in B.NLM for c in codecs):
         c0 = next(c for c in codecs if c.name in B.NLM)
         header.append(f"nlmcodec model: {args.model}, {c0.model_size:,} bytes, id {c0.model_id or '?'}")
+    try:
+        if os.getloadavg()[0] > max(1.0, (os.cpu_count() or 1) - 1):
+            header.append(f"WARNING: load average {mi['loadavg']} on {mi['cores']} cores: other processes "
+                          "compete for the CPU, so wall-clock speeds are low and noisy; the CPU-time speeds "
+                          "(c_cpu_kbps, d_cpu_kbps) are steadier")
+    except (OSError, AttributeError):
+        pass
     for h in header:
         print("# " + h)
     for name, why in skipped.items():
