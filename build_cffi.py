@@ -28,7 +28,6 @@ typedef struct {
     uint8_t kind; uint8_t ccase; uint8_t gap; uint8_t pad;
 } NlmLexToken;
 int64_t nlm_lex(const uint8_t* src, size_t n, NlmLexToken* out, size_t cap);
-int64_t nlm_unlex_size(const uint8_t* src, size_t n);
 
 /* model + codec context */
 typedef struct NlmCodec NlmCodec;

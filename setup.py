@@ -4,8 +4,10 @@ The determinism contract (codec/FORMAT.md, section "Arithmetic") is enforced her
 compiled with -ffp-contract=off and without fast-math; SIMD paths are chosen at run time inside the
 core, never by -march flags.  NLMCODEC_NO_SIMD=1 builds the scalar-only core (used by the dual-build test).
 """
-import glob
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # PEP 517 backends do not put the source dir on sys.path
 
 from setuptools import Extension, setup
 from Cython.Build import cythonize

@@ -197,7 +197,7 @@ NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* 
     if ((e = lex_vocab_init(&c->vocab, vocab_blob, vocab_blob_len, cfg->V)) < 0) goto fail;
     for (int32_t id = 2; id < cfg->V; id++)
         if (c->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
-    if (!(c->model = elman_new(cfg, params, ms, class_start, c->adapt))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->model = elman_new(cfg, params, ms, class_start, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->speller = speller_new(speller_prime, speller_prime_len))) { e = NLM_ERR_NOMEM; goto fail; }
     nlm_fpenv_leave(&fe);
     return c;

@@ -50,8 +50,7 @@ def lex(const uint8_t[::1] data):
         k = nlm_lex(src, n, <NlmLexToken*>&out[0], cap)
     if k < 0:
         return int(k)
-    del buf[k * sizeof(NlmLexToken):]
-    return bytes(buf)
+    return bytes(out[:k * sizeof(NlmLexToken)])
 
 
 def param_count(int V, int D, int H, int C):

@@ -1,0 +1,90 @@
+/* codec_driver.c: encode text with a random model through the public nlm.h API and print the payload.
+ *
+ * Used by tests/test_dual_build.py: the same driver is built against the scalar -O0 core (NLM_NO_SIMD)
+ * and against the optimised dispatching core; the payloads must be byte-identical (codec/FORMAT.md §2:
+ * the canonical arithmetic does not depend on the build).  It also decodes its own payload and checks
+ * the round trip.  Usage: codec_driver ADAPT SEED < text > payload
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nlm.h"
+
+static uint64_t rng_state;
+static uint64_t rng_next(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float rng_uniform(void) { return (float)(rng_next() >> 40) / 16777216.0f; } /* [0,1) */
+
+int main(int argc, char** argv) {
+    int adapt = argc > 1 ? atoi(argv[1]) : 1;
+    rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    static uint8_t text[1 << 22];
+    size_t n = fread(text, 1, sizeof text, stdin);
+
+    NlmConfig cfg = {.V = 300, .D = 32, .H = 48, .C = 17, .seg_len = 7, .lr = 0.01f, .decay = 0.001f, .eps = 1e-5f};
+    size_t np = nlm_param_count(&cfg);
+    float* params = malloc(sizeof(float) * np);
+    for (size_t i = 0; i < np; i++) params[i] = (rng_uniform() - 0.5f) * 0.6f;
+    float ms[14];
+    for (int i = 0; i < 14; i++) ms[i] = 0.01f + 0.01f * (float)i;
+    /* vocabulary: <unk>, <end>, then the 26 letters, "the", "and", digits, punctuation and pseudo-words */
+    uint8_t blob[8192];
+    size_t bl = 0;
+    blob[bl++] = 0;
+    blob[bl++] = 0;
+    int V = 2;
+    const char* fixed[] = {"the", "and", "of", "a", "to", "in", ",", ".", "'", "\"", ";", "!", "?", "-", "0", "1", "42"};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        size_t L = strlen(fixed[i]);
+        blob[bl++] = (uint8_t)L;
+        memcpy(blob + bl, fixed[i], L);
+        bl += L;
+        V++;
+    }
+    while (V < cfg.V) { /* distinct pseudo-words "q" + base-26 digits */
+        char w[8];
+        int k = V, L = 0;
+        w[L++] = 'q';
+        do { w[L++] = (char)('a' + k % 26); k /= 26; } while (k);
+        blob[bl++] = (uint8_t)L;
+        memcpy(blob + bl, w, (size_t)L);
+        bl += (size_t)L;
+        V++;
+    }
+    int32_t cs[18];
+    for (int c = 0; c <= cfg.C; c++) cs[c] = (int32_t)((long)c * cfg.V / cfg.C);
+    const char* prime = "zebra\nquixotic\nxylophone\n";
+    int err = 0;
+    NlmCodec* enc = nlm_codec_new(&cfg, params, ms, blob, bl, cs, (const uint8_t*)prime, strlen(prime), adapt, &err);
+    NlmCodec* dec = nlm_codec_new(&cfg, params, ms, blob, bl, cs, (const uint8_t*)prime, strlen(prime), adapt, &err);
+    if (!enc || !dec) { fprintf(stderr, "codec_new failed: %d\n", err); return 2; }
+    /* two blocks, state carried across them */
+    size_t half = n / 2;
+    int64_t p1 = nlm_encode_block(enc, text, half);
+    if (p1 < 0) { fprintf(stderr, "encode: %s\n", nlm_error_name((int)p1)); return 3; }
+    size_t len1;
+    const uint8_t* o1 = nlm_codec_output(enc, &len1);
+    uint8_t* pay1 = malloc(len1 + 1);
+    memcpy(pay1, o1, len1);
+    int64_t p2 = nlm_encode_block(enc, text + half, n - half);
+    if (p2 < 0) { fprintf(stderr, "encode: %s\n", nlm_error_name((int)p2)); return 3; }
+    size_t len2;
+    const uint8_t* o2 = nlm_codec_output(enc, &len2);
+    uint8_t* back = malloc(n + 1);
+    if (nlm_decode_block(dec, pay1, len1, back, half) < 0 || memcmp(back, text, half) != 0) { fprintf(stderr, "round trip 1 failed\n"); return 4; }
+    if (nlm_decode_block(dec, o2, len2, back, n - half) < 0 || memcmp(back, text + half, n - half) != 0) { fprintf(stderr, "round trip 2 failed\n"); return 4; }
+    double st[NLM_STAT_COUNT];
+    nlm_codec_stats(enc, st, NLM_STAT_COUNT);
+    fprintf(stderr, "tokens %.0f bytes %zu\n", st[NLM_STAT_TOKENS], len1 + len2);
+    fwrite(pay1, 1, len1, stdout);
+    fwrite(o2, 1, len2, stdout);
+    nlm_codec_free(enc);
+    nlm_codec_free(dec);
+    free(params); free(pay1); free(back);
+    return 0;
+}
