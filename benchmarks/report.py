@@ -256,26 +256,28 @@ MARKERS = {"nlmcodec-static": ("*", "tab:red"), "nlmcodec-dynamic": ("P", "tab:p
            "ppmd-o16": ("X", "tab:olive")}
 
 
-def write_plot(path, rows, summary, title):
+def write_plot(path, rows, summary, title, speed="wall"):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib not installed (pip install -e '.[bench]'): no plot"
+    key = "c_cpu_kbps" if speed == "cpu" else "c_kbps"
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
     for s in summary:
         m, col = MARKERS.get(s["codec"], ("o", "black"))
         pts = [r for r in rows if r["codec"] == s["codec"]]
         if len(pts) > 1:  # per-file points, faint
-            ax.scatter([r["c_kbps"] for r in pts], [r["bpb"] for r in pts], marker=m, color=col,
+            ax.scatter([r[key] for r in pts], [r["bpb"] for r in pts], marker=m, color=col,
                        alpha=0.25, s=22, linewidths=0)
-        ax.scatter([s["c_kbps"]], [s["bpb"]], marker=m, color=col, s=110, edgecolors="black",
+        ax.scatter([s[key]], [s["bpb"]], marker=m, color=col, s=110, edgecolors="black",
                    linewidths=0.6, zorder=3, label=s["codec"])
-        ax.annotate(f"{s['codec']}\n{s['bpb']:.3f} bpb", (s["c_kbps"], s["bpb"]), textcoords="offset points",
+        ax.annotate(f"{s['codec']}\n{s['bpb']:.3f} bpb", (s[key], s["bpb"]), textcoords="offset points",
                     xytext=(7, 5), fontsize=9, zorder=4)
     ax.set_xscale("log")
-    ax.set_xlabel("compression speed, KB/s of input (log scale; one core)")
+    ax.set_xlabel("compression speed, KB/s of input (log scale; one core; "
+                  + ("CPU time)" if speed == "cpu" else "wall time)"))
     ax.set_ylabel("bits per byte (8 × compressed / original; lower is better)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
@@ -306,6 +308,8 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="files = quick set (unless --files), one run")
     p.add_argument("--in-process", action="store_true",
                    help="measure in this process (faster, no per-codec peak memory)")
+    p.add_argument("--plot-speed", choices=("wall", "cpu"), default="wall",
+                   help="x axis of the plot: wall-clock (default) or CPU-time compress speed")
     p.add_argument("--timeout", type=float, default=0, help="seconds per worker subprocess (0: none)")
     p.add_argument("--worker", nargs=3, metavar=("PHASE", "CODEC", "FILE"), help=argparse.SUPPRESS)
     p.add_argument("--tmp", help=argparse.SUPPRESS)
@@ -395,7 +399,7 @@ def main(argv=None) -> int:
                    "skipped": skipped, "rows": rows, "summary": summary}, f, indent=1, default=str)
     title = (f"{len(common)} file(s) ({', '.join(args.files)}), {mi['cpu']}, one core, median of "
              f"{args.runs}; {started}")
-    msg = write_plot(stem + ".png", rows, summary, title) if summary else "no results: no plot"
+    msg = write_plot(stem + ".png", rows, summary, title, args.plot_speed) if summary else "no results: no plot"
     print()
     print(f"{'codec':<{width}}  files      bytes in     bytes out    bpb  vs xz  C KB/s   D KB/s  +model vs xz")
     for s in summary:
