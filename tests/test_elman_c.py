@@ -128,7 +128,7 @@ class Setup:
 @pytest.fixture(scope="module")
 def exes(tmp_path_factory):
     d = tmp_path_factory.mktemp("elman")
-    return {fl: cbuild.build("elman_harness.c", cbuild.KERNELS + cbuild.MODEL, d, fl) for fl in ("simd", "ref")}
+    return cbuild.build_all("elman_harness.c", cbuild.KERNELS + cbuild.MODEL, d, ("simd", "ref", "scalar_o2"))
 
 
 def run(exe, setup, flags, tmp):
@@ -142,7 +142,8 @@ def test_builds_bit_identical_with_updates(exes, tmp_path):
     s = Setup(V=500, D=32, H=48, C=16, seg_len=20, ntok=10_000, seed=1, lr=0.002, decay=0.01)
     base = run(exes["ref"], s, 0, tmp_path)
     assert len(base) > 10_000 * 4 * s.H
-    for exe, flags in ((exes["simd"], 0), (exes["simd"], 16), (exes["simd"], 4), (exes["simd"], 8)):
+    for exe, flags in ((exes["simd"], 0), (exes["simd"], 16), (exes["simd"], 4), (exes["simd"], 8),
+                       (exes["scalar_o2"], 0)):
         assert run(exe, s, flags, tmp_path) == base, (exe.name, flags)
     # the updates did change the weights
     final = np.frombuffer(base, np.float32)[-len(s.params):]

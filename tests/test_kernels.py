@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available
 @pytest.fixture(scope="module")
 def exes(tmp_path_factory):
     d = tmp_path_factory.mktemp("kern")
-    return {fl: cbuild.build("kern_harness.c", cbuild.KERNELS, d, fl) for fl in ("simd", "ref")}
+    return cbuild.build_all("kern_harness.c", cbuild.KERNELS, d, ("simd", "ref", "scalar_o2"))
 
 
 def run(exe, op, payload: bytes, tmp: pathlib.Path, cap=None) -> bytes:
@@ -54,6 +54,7 @@ def test_linear_kernels_bit_identical(exes, tmp_path, rows, cols):
     ref = run(exes["ref"], "lin", payload, tmp_path)
     simd = run(exes["simd"], "lin", payload, tmp_path)
     sse = run(exes["simd"], "lin", payload, tmp_path, cap=1)
+    assert run(exes["scalar_o2"], "lin", payload, tmp_path) == ref
     assert simd == ref
     assert sse == ref
     # the scalar reference itself: matvec == dot per row, and both equal the canonical order in numpy
@@ -92,6 +93,7 @@ def test_math_bit_identical_and_accurate(exes, tmp_path):
     ref = run(exes["ref"], "math", payload, tmp_path)
     simd = run(exes["simd"], "math", payload, tmp_path)
     sse = run(exes["simd"], "math", payload, tmp_path, cap=1)
+    assert run(exes["scalar_o2"], "math", payload, tmp_path) == ref
     assert simd == ref
     assert sse == ref
     out = np.frombuffer(ref, np.float32).reshape(4, n)

@@ -16,6 +16,7 @@ COMMON = ["-ffp-contract=off", "-fno-fast-math", "-fno-unsafe-math-optimizations
 FLAVOURS = {
     "simd": ["-O2"],
     "ref": ["-O0", "-DNLM_NO_SIMD"],
+    "scalar_o2": ["-O2", "-DNLM_NO_SIMD"],   # the scalar code as the optimiser (auto-vectoriser) sees it
 }
 KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c"]
 MODEL = [CSRC / "model" / "elman.c"]
@@ -31,3 +32,12 @@ def build(harness: str, sources, outdir: pathlib.Path, flavour: str) -> pathlib.
            *map(str, sources)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return exe
+
+
+def build_all(harness: str, sources, outdir: pathlib.Path, flavours) -> dict:
+    """build() for several flavours, the gcc runs in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(flavours)) as ex:
+        futs = {fl: ex.submit(build, harness, sources, outdir, fl) for fl in flavours}
+        return {fl: f.result() for fl, f in futs.items()}
