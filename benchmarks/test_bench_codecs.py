@@ -46,3 +46,22 @@ def test_decompress(benchmark, make_codec, bench_data, codec_name):
                               warmup_rounds=_warmup(codec_name))
     assert back == data
     _info(benchmark, codec, name, data, comp)
+
+
+def test_report_quick_smoke(tmp_path):
+    """benchmarks/report.py end to end on one small file with the stdlib codecs (not timed)."""
+    import csv
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, os.path.join(here, "report.py"), "--files", "paper5", "--runs", "1",
+                        "--codecs", "xz-9e,bz2-9,zlib-9", "--out-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    with open(tmp_path / "report.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["codec"] for r in rows] == ["xz-9e", "bz2-9", "zlib-9"]
+    assert all(r["file"] == "paper5" and int(r["bytes_in"]) == 11954 for r in rows)
+    assert float(rows[0]["size_vs_xz9e"]) == 1.0
+    assert (tmp_path / "report.md").read_text().count("| paper5 |") == 3
