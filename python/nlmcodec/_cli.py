@@ -222,7 +222,7 @@ def _bpb(comp, orig):
 def _summary(name, nin, nout, seconds, mode):
     """One xz-style line: ``name: in -> out = ratio, bits/byte, speed, time``."""
     comp, orig = (nout, nin) if mode == "compress" else (nin, nout)
-    speed = _human(nin / seconds) + "/s" if seconds > 0 else "--- /s"
+    speed = _human(orig / seconds) + "/s" if seconds > 0 else "--- /s"   # uncompressed bytes per second
     return (f"{name}: {_human(nin)} -> {_human(nout)} = {_ratio(comp, orig)}, "
             f"{_bpb(comp, orig)} bits/byte, {speed}, {_elapsed(seconds)}")
 
@@ -744,7 +744,8 @@ def main(argv=None):
         return EXIT_ERROR
 
     if opts.version:
-        print(f"{PROG} {api.__version__}")
+        backend = getattr(api, "backend", None)
+        print(f"{PROG} {api.__version__}" + (f" ({backend} backend)" if isinstance(backend, str) else ""))
         return EXIT_OK
 
     status = _Status(opts.quiet)
