@@ -134,12 +134,14 @@ class Model:
 
 
 def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded, h0=None, mask=None,
-                     need_grad: bool = True, return_parts: bool = False):
+                     need_grad: bool = True, return_parts: bool = False, grad_out: np.ndarray | None = None):
     """Forward over (B, T) tokens from h0, loss, and (optionally) the truncated-BPTT gradient.
 
     Returns (loss, grad_flat or None, h_T) or, with return_parts, (loss, grad, h_T, parts) where parts
     is a dict of summed losses {'class','word','case','gap'} and counts {'tokens','unk'}.
     The loss is a sum (not a mean) over unmasked tokens, in params.dtype.
+    grad_out: optional preallocated flat gradient buffer (params' size and dtype), filled and returned
+    (avoids allocating the block on every call).
     """
     V, D, H, C = model.V, model.D, model.H, model.C
     dt = params.dtype
@@ -199,8 +201,13 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     present = np.nonzero(bounds[1:] > bounds[:-1])[0]
     lw_total = dt.type(0)
     if need_grad:
-        dWo = np.zeros_like(Wo)
-        dbo = np.zeros_like(bo)
+        if grad_out is None:
+            grad_out = np.empty_like(params)
+        if grad_out.shape != params.shape or grad_out.dtype != dt:
+            raise ValueError("grad_out must match params in shape and dtype")
+        (gE, gEcase, gEgap, gWx, gWh, gbh, gWc, gbc, dWo, dbo, gUc, dBc, gUg, dBg) = model.split(grad_out)
+        for t_ in (gE, gEcase, gEgap, dWo, dbo, dBc, dBg):
+            t_.fill(0)
     cs = model.class_start
     for c in present:
         idx = order[bounds[c]:bounds[c + 1]]
@@ -251,8 +258,7 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     dZk[np.arange(N), kk] -= 1
     dZk *= ccw[:, None].astype(dt)
     dP += dZk @ Uc
-    dUc = dZk.T @ P
-    dBc = np.zeros_like(Bc)
+    np.matmul(dZk.T, P, out=gUc)
     np.add.at(dBc, wf, dZk)
 
     dZg = smg
@@ -260,8 +266,7 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     if wt is not None:
         dZg *= wt[:, None]
     dP += dZg @ Ug
-    dUg = dZg.T @ P
-    dBg = np.zeros_like(Bg)
+    np.matmul(dZg.T, P, out=gUg)
     np.add.at(dBg, wf, dZg)
 
     # ---- BPTT.  G[t] = dL/dh_t for t = 1..T (G[T] = 0: truncated), dA[t-1] = G[t] (1 - h_t^2)
@@ -273,18 +278,16 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
         dA[t - 1] = da
         g = dP[t - 1] + da @ Wh
     dAf = dA.reshape(N, H)
-    dWh = dAf.T @ hs[:T].reshape(N, H)
-    dWx = dAf.T @ X
-    dbh = dAf.sum(0)
+    np.matmul(dAf.T, hs[:T].reshape(N, H), out=gWh)
+    np.matmul(dAf.T, X, out=gWx)
+    gbh[...] = dAf.sum(0)
     dX = dAf @ Wx
-    dE = np.zeros_like(E)
-    np.add.at(dE, wf, dX)
-    dEcase = np.zeros_like(Ecase)
-    np.add.at(dEcase, kf, dX)
-    dEgap = np.zeros_like(Egap)
-    np.add.at(dEgap, gf, dX)
-
-    grad = join_params([dE, dEcase, dEgap, dWx, dWh, dbh, dWc, dbc, dWo, dbo, dUc, dBc, dUg, dBg], dtype=dt)
+    np.add.at(gE, wf, dX)
+    np.add.at(gEcase, kf, dX)
+    np.add.at(gEgap, gf, dX)
+    gWc[...] = dWc
+    gbc[...] = dbc
+    grad = grad_out
     if return_parts:
         return loss, grad, hs[T].copy(), parts
     return loss, grad, hs[T].copy()

@@ -205,8 +205,13 @@ def expand_inputs(paths):
 
 
 class Progress:
-    def __init__(self, total, desc=""):
+    def __init__(self, total, desc="", enabled=True):
         self.total, self.desc, self.t0, self.last = total, desc, time.time(), 0.0
+        self.enabled = enabled
+        self.bar = None
+        self.n = 0
+        if not enabled:
+            return
         try:
             from tqdm import tqdm
             self.bar = tqdm(total=total, desc=desc, unit="tok", unit_scale=True, mininterval=5)
@@ -216,6 +221,8 @@ class Progress:
 
     def update(self, n, info=""):
         self.n += n
+        if not self.enabled:
+            return
         if self.bar is not None:
             self.bar.update(n)
             if info:
@@ -303,6 +310,8 @@ def train(args) -> Model:
             raise SystemExit("checkpoint does not match the configuration")
         params, m1, m2, h = z["params"], z["m1"], z["m2"], z["h"]
         step = int(z["step"])
+        if "elapsed" in z.files:
+            t_start -= float(z["elapsed"])      # --time-limit counts the whole run across resumes
         best = json.loads(str(z["best"]))
         curve = json.loads(str(z["curve"]))
         log(f"resumed from step {step}")
@@ -337,21 +346,22 @@ def train(args) -> Model:
     def checkpoint():
         if not ck:
             return
-        tmp = ck / "last.tmp.npz"
-        np.savez(tmp, params=params, m1=m1, m2=m2, h=h, step=step, best=json.dumps(best), curve=json.dumps(curve))
-        os.replace(tmp, ck / "last.npz")
+        tmpf = ck / "last.tmp.npz"
+        np.savez(tmpf, params=params, m1=m1, m2=m2, h=h, step=step, best=json.dumps(best), curve=json.dumps(curve),
+                 elapsed=time.time() - t_start)
+        os.replace(tmpf, ck / "last.npz")
         with open(ck / "dev_curve.csv", "w") as f:
             f.write("step,tokens,nats_per_token,class,word,case,gap,unk_rate,train_loss,elapsed_s\n")
             for r in curve:
                 f.write(",".join(str(r[k]) for k in ("step", "tokens", "nats_per_token", "class", "word", "case",
                                                      "gap", "unk_rate", "train_loss", "elapsed_s")) + "\n")
 
-    prog = Progress(total_steps * B * T, args.name or "train")
+    prog = Progress(total_steps * B * T, args.name or "train", enabled=not args.quiet)
     prog.n = step * B * T
     t_last_ck = time.time()
     run_loss, run_n = 0.0, 0
     stopped_by_time = False
-    tmp = None
+    tmp = gbuf = None
     while step < total_steps:
         epoch, pos = divmod(step, steps_per_epoch)
         if epoch != pw_epoch:
@@ -367,8 +377,10 @@ def train(args) -> Model:
         warm = min(1.0, (step + 1) / args.warmup)
         frac = step / total_steps
         lr = args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        if gbuf is None:
+            gbuf = np.empty_like(params)
         loss, g, h = R.forward_backward(model, params, w_drop[idx], train_s.case[idx], train_s.gap[idx],
-                                        train_s.cc[idx], h)
+                                        train_s.cc[idx], h, grad_out=gbuf)
         g /= (B * T)
         gn = float(np.sqrt(np.dot(g, g)))
         if gn > args.clip:
@@ -385,7 +397,8 @@ def train(args) -> Model:
         params -= tmp
         run_loss += float(loss); run_n += B * T
         prog.update(B * T, f"loss {run_loss / max(run_n, 1):.3f} lr {lr:.2e}")
-        timed_out = args.time_limit and (time.time() - t_start) > args.time_limit
+        timed_out = bool(args.time_limit and (time.time() - t_start) > args.time_limit) or \
+            bool(args.max_steps_for_test and step >= args.max_steps_for_test)
         last = step >= total_steps or timed_out
         if (time.time() - t_last_ck) > args.checkpoint_every or last or (args.eval_every and step % args.eval_every == 0):
             t_last_ck = time.time()
@@ -482,6 +495,7 @@ def build_parser():
     ap.add_argument("--ms-segments", type=int, default=200)
     ap.add_argument("--prime-bytes", type=int, default=256 << 10)
     ap.add_argument("--max-train-tokens", type=int, default=0, help="use only the first N training tokens")
+    ap.add_argument("--max-steps-for-test", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--name", default="")
     ap.add_argument("--quiet", action="store_true")
     return ap

@@ -1,0 +1,116 @@
+"""Training: determinism, resume, the model it writes, and that it never reads bench/ or ood/."""
+import builtins
+import io
+import json
+import lzma
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlmcodec import train
+from nlmcodec._model import Model
+
+CORPUS = Path("/work/shared/corpus")
+if not CORPUS.exists():
+    CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+TRAIN08 = CORPUS / "train" / "train-08.jsonl.xz"
+DEV = CORPUS / "dev" / "dev-00.jsonl.xz"
+
+pytestmark = pytest.mark.skipif(not TRAIN08.exists(), reason="shared corpus not available")
+
+
+def _head_text(path, nbytes):
+    out, n = [], 0
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            t = json.loads(line)["text"]
+            out.append(t)
+            n += len(t)
+            if n >= nbytes:
+                break
+    return "\n\n".join(out)[:nbytes].encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    tr, dv = d / "train.txt", d / "dev.txt"
+    tr.write_bytes(_head_text(TRAIN08, 200_000))
+    dv.write_bytes(_head_text(DEV, 40_000))
+    return tr, dv
+
+
+def _args(tr, dv, out, ck=None, extra=()):
+    a = [str(tr), "-o", str(out), "--vocab", "256", "--dim", "16", "--hidden", "16", "--classes", "8",
+         "--tokens", "20000", "--batch", "8", "--bptt", "16", "--dev", str(dv), "--dev-tokens", "4000",
+         "--eval-every", "40", "--ms-segments", "10", "--quiet", "--seed", "3"]
+    if ck:
+        a += ["--checkpoint-dir", str(ck)]
+    return a + list(extra)
+
+
+def test_same_command_same_model(texts, tmp_path, monkeypatch):
+    tr, dv = texts
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    monkeypatch.chdir(tmp_path / "1")
+    assert train.main(_args(tr, dv, "m.nlmm")) == 0
+    monkeypatch.chdir(tmp_path / "2")
+    assert train.main(_args(tr, dv, "m.nlmm")) == 0
+    a, b = tmp_path / "1" / "m.nlmm", tmp_path / "2" / "m.nlmm"
+    assert a.read_bytes() == b.read_bytes()
+    m = Model.load(a)
+    c = m.config
+    assert (c["V"], c["D"], c["H"], c["C"]) == (256, 16, 16, 8)
+    assert m.vocab[0] == b"" and m.vocab[1] == b"" and len(set(m.vocab)) == 255
+    assert not any(any(65 <= ch <= 90 for ch in v) for v in m.vocab)
+    assert np.all(m.ms > 0) and np.all(np.isfinite(m.ms))
+    assert len(m.speller_prime) > 0 and b"\n" in m.speller_prime
+    assert m.metadata["dev"]["nats_per_token"] < 10
+    assert "elapsed" not in json.dumps(m.metadata)
+
+
+def test_resume_continues(texts, tmp_path):
+    tr, dv = texts
+    ck = tmp_path / "ck"
+    out = tmp_path / "r.nlmm"
+    # run half, then resume to the end
+    train.main(_args(tr, dv, out, ck, ["--tokens", "20000", "--max-steps-for-test", "60"]))
+    assert (ck / "last.npz").exists() and (ck / "best.nlmm").exists()
+    z = np.load(ck / "last.npz")
+    assert int(z["step"]) == 60
+    train.main(_args(tr, dv, out, ck, ["--resume"]))
+    z = np.load(ck / "last.npz")
+    assert int(z["step"]) == 20000 // (8 * 16)
+    assert (ck / "dev_curve.csv").read_text().count("\n") >= 3
+    Model.load(out)
+
+
+def test_never_opens_bench_or_ood(texts, tmp_path, monkeypatch):
+    tr, dv = texts
+    seen = []
+    real_open, real_lzma = builtins.open, lzma.open
+
+    def rec_open(f, *a, **k):
+        seen.append(str(f))
+        return real_open(f, *a, **k)
+
+    def rec_lzma(f, *a, **k):
+        seen.append(str(f))
+        return real_lzma(f, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", rec_open)
+    monkeypatch.setattr(lzma, "open", rec_lzma)
+    train.main(_args(tr, dv, tmp_path / "x.nlmm"))
+    assert seen, "recording did not work"
+    for p in seen:
+        parts = Path(os.path.abspath(p)).parts
+        assert "bench" not in parts and "ood" not in parts, p
+    # and asking for a forbidden file is refused
+    for bad in (CORPUS / "bench" / "canterbury" / "alice29.txt", CORPUS / "ood" / "x.txt"):
+        with pytest.raises(PermissionError):
+            train.main(_args(bad, dv, tmp_path / "y.nlmm"))
+        with pytest.raises(PermissionError):
+            train.main(_args(tr, bad, tmp_path / "y.nlmm"))
