@@ -47,7 +47,7 @@ void kern_sgd_decay(float* th, const float* th0, const float* g, float step, flo
 void kern_decay_toward(float* th, const float* th0, float q, int n);
 
 /* exp(x), part of the format.  Exact expression (all float32, each step rounded):
- *   x = min(max(x, -87), 88)
+ *   x = (x < 88 ? x : 88);  x = (x > -87 ? x : -87)         (so NaN -> 88, ±inf -> 88 / -87)
  *   t = x * 1.44269504088896341f;  u = t + 12582912.0f;  f = u - 12582912.0f     (f = round(t), RNE)
  *   r = x - f*0.693359375f;  r = r - f*(-2.12194440e-4f)                        (Cody–Waite)
  *   z = r*r
@@ -58,7 +58,7 @@ void kern_decay_toward(float* th, const float* th0, float q, int n);
  * Max error about 1 ulp; never subnormal, never inf. */
 float kern_exp(float x);
 
-/* tanh(x), part of the format:  a = |x|, a = min(a, 9.0f);  t = 1.0f - 2.0f/(kern_exp(a + a) + 1.0f);
+/* tanh(x), part of the format:  a = |x|, a = (a < 9.0f ? a : 9.0f) (NaN -> 9);  t = 1.0f - 2.0f/(kern_exp(a + a) + 1.0f);
  * result = t with the sign bit of x (so tanh(-0) = -0). */
 float kern_tanh(float x);
 

@@ -36,8 +36,8 @@
 #define TANH_CLAMP 9.0f
 
 float kern_exp(float x) {
-    if (x > EXP_HI) x = EXP_HI;
-    if (x < EXP_LO) x = EXP_LO;
+    x = x < EXP_HI ? x : EXP_HI; /* minps semantics: NaN -> 88 */
+    x = x > EXP_LO ? x : EXP_LO; /* maxps semantics */
     float t = x * LOG2E;
     float u = t + MAGIC;
     float f = u - MAGIC;
@@ -74,7 +74,7 @@ float kern_tanh(float x) {
     uint32_t ab = xb & 0x7FFFFFFFu;
     float a;
     memcpy(&a, &ab, 4);
-    if (a > TANH_CLAMP) a = TANH_CLAMP;
+    a = a < TANH_CLAMP ? a : TANH_CLAMP; /* minps semantics: NaN -> 9 */
     float e = kern_exp(a + a);
     float d = e + 1.0f;
     float q = 2.0f / d;
@@ -87,7 +87,8 @@ float kern_tanh(float x) {
 }
 
 #if KERN_X86
-/* SSE2, 4 lanes.  min/max match the scalar clamps for non-NaN input. */
+/* SSE2, 4 lanes.  min_ps(x, c) = (x < c ? x : c) and max_ps(x, c) = (x > c ? x : c), the scalar clamps,
+ * NaN included. */
 static inline __m128 exp_sse2(__m128 x) {
     x = _mm_min_ps(x, _mm_set1_ps(EXP_HI));
     x = _mm_max_ps(x, _mm_set1_ps(EXP_LO));

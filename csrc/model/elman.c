@@ -275,17 +275,15 @@ void elman_reset(Elman* m) {
 
 int elman_save(Elman* m) {
     size_t H = (size_t)m->H, S = (size_t)m->seg_cap;
-    if (!m->s_h) {
-        int ok = 1;
-        ok &= (m->s_h = xalloc(m, H * 4)) != NULL;
-        if (m->adapt) {
-            ok &= (m->s_p = xalloc(m, m->np * 4)) != NULL;
-            ok &= (m->s_last = xalloc(m, 3 * (size_t)m->V * 4)) != NULL;
-            ok &= (m->s_segi = xalloc(m, S * 5 * 4)) != NULL;
-            ok &= (m->s_segf = xalloc(m, S * (H + (size_t)m->C + (size_t)m->maxcs + 12) * 4)) != NULL;
-        }
-        if (!ok) return NLM_ERR_NOMEM;
+    if (!m->s_h) m->s_h = xalloc(m, H * 4);
+    if (m->adapt) {
+        if (!m->s_p) m->s_p = xalloc(m, m->np * 4);
+        if (!m->s_last) m->s_last = xalloc(m, 3 * (size_t)m->V * 4);
+        if (!m->s_segi) m->s_segi = xalloc(m, S * 5 * 4);
+        if (!m->s_segf) m->s_segf = xalloc(m, S * (H + (size_t)m->C + (size_t)m->maxcs + 12) * 4);
+        if (!m->s_p || !m->s_last || !m->s_segi || !m->s_segf) return NLM_ERR_NOMEM;
     }
+    if (!m->s_h) return NLM_ERR_NOMEM;
     memcpy(m->s_h, m->h, H * 4);
     if (m->adapt) {
         memcpy(m->s_p, m->p, m->np * 4);
