@@ -49,17 +49,31 @@ static void axpy_scalar(float* y, float a, const float* x, int n) {
 }
 
 static void outer_acc_seq_scalar(float* G, const float* const* d, const float* const* x, int T, int rows,
-                                 int cols) {
+                                 int cols, int zero_first) {
     for (int r = 0; r < rows; r++) {
         float* g = G + (size_t)r * cols;
         for (int k = 0; k < cols; k++) {
-            float acc = g[k];
+            float acc = zero_first ? 0.0f : g[k];
             for (int i = 0; i < T; i++) {
                 float p = d[i][r] * x[i][k];
                 acc = acc + p;
             }
             g[k] = acc;
         }
+    }
+}
+
+static void decay_sgd_scalar(float* th, const float* th0, const float* g, float q, float step, float decay,
+                             int n) {
+    for (int i = 0; i < n; i++) {
+        float t = th[i] - th0[i];
+        float v = t * q;
+        float a = th0[i] + v;
+        float t2 = th0[i] - a;
+        float s = step * g[i];
+        float u = a - s;
+        float w = decay * t2;
+        th[i] = u + w;
     }
 }
 
@@ -229,13 +243,19 @@ __attribute__((target("avx2"))) static void matvec_t_acc_avx2(float* y, const fl
 }
 
 __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const float* const* d,
-                                                               const float* const* x, int T, int rows, int cols) {
+                                                               const float* const* x, int T, int rows, int cols,
+                                                               int zero_first) {
     for (int r = 0; r < rows; r++) {
         float* g = G + (size_t)r * cols;
         int k = 0;
         for (; k + 32 <= cols; k += 32) {
-            __m256 g0 = _mm256_loadu_ps(g + k), g1 = _mm256_loadu_ps(g + k + 8);
-            __m256 g2 = _mm256_loadu_ps(g + k + 16), g3 = _mm256_loadu_ps(g + k + 24);
+            __m256 g0, g1, g2, g3;
+            if (zero_first) {
+                g0 = g1 = g2 = g3 = _mm256_setzero_ps();
+            } else {
+                g0 = _mm256_loadu_ps(g + k), g1 = _mm256_loadu_ps(g + k + 8);
+                g2 = _mm256_loadu_ps(g + k + 16), g3 = _mm256_loadu_ps(g + k + 24);
+            }
             for (int i = 0; i < T; i++) {
                 __m256 dr = _mm256_set1_ps(d[i][r]);
                 const float* xi = x[i] + k;
@@ -250,13 +270,13 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
             _mm256_storeu_ps(g + k + 24, g3);
         }
         for (; k + 8 <= cols; k += 8) {
-            __m256 g0 = _mm256_loadu_ps(g + k);
+            __m256 g0 = zero_first ? _mm256_setzero_ps() : _mm256_loadu_ps(g + k);
             for (int i = 0; i < T; i++)
                 g0 = _mm256_add_ps(g0, _mm256_mul_ps(_mm256_set1_ps(d[i][r]), _mm256_loadu_ps(x[i] + k)));
             _mm256_storeu_ps(g + k, g0);
         }
         for (; k < cols; k++) {
-            float acc = g[k];
+            float acc = zero_first ? 0.0f : g[k];
             for (int i = 0; i < T; i++) {
                 float p = d[i][r] * x[i][k];
                 acc = acc + p;
@@ -264,6 +284,19 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
             g[k] = acc;
         }
     }
+}
+
+__attribute__((target("avx2"))) static void decay_sgd_avx2(float* th, const float* th0, const float* g, float q,
+                                                           float step, float decay, int n) {
+    __m256 vq = _mm256_set1_ps(q), vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 z = _mm256_loadu_ps(th0 + i);
+        __m256 a = _mm256_add_ps(z, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(th + i), z), vq));
+        __m256 u = _mm256_sub_ps(a, _mm256_mul_ps(vs, _mm256_loadu_ps(g + i)));
+        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, _mm256_sub_ps(z, a))));
+    }
+    decay_sgd_scalar(th + i, th0 + i, g + i, q, step, decay, n - i);
 }
 
 __attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
@@ -344,14 +377,25 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
     for (int r = 0; r < rows; r++) axpy_scalar(G + (size_t)r * cols, d[r], x, cols);
 }
 
-void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols) {
+void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols,
+                        int zero_first) {
 #if KERN_X86
     if (KERN_LEVEL() >= 2) {
-        outer_acc_seq_avx2(G, d, x, T, rows, cols);
+        outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first);
         return;
     }
 #endif
-    outer_acc_seq_scalar(G, d, x, T, rows, cols);
+    outer_acc_seq_scalar(G, d, x, T, rows, cols, zero_first);
+}
+
+void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, int n) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        decay_sgd_avx2(th, th0, g, q, step, decay, n);
+        return;
+    }
+#endif
+    decay_sgd_scalar(th, th0, g, q, step, decay, n);
 }
 
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n) {

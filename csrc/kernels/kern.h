@@ -35,8 +35,10 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
 
 /* The sum of T outer products into G, i ascending: for i = 0..T-1: G[r][k] = G[r][k] + d[i][r]*x[i][k].
  * Bit-identical to T calls kern_outer_acc(G, d[i], x[i], rows, cols) in order i = 0..T-1, but each element
- * of G is loaded and stored once.  d[i]: rows floats, x[i]: cols floats. */
-void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols);
+ * of G is loaded and stored once.  d[i]: rows floats, x[i]: cols floats.  zero_first = 1: G is treated as
+ * +0 on entry (write-only; same bits as a memset to 0 first). */
+void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols,
+                        int zero_first);
 
 /* Dynamic-evaluation update of n parameters (codec/FORMAT.md §6), elementwise:
  * t = th0[i] - th[i]; th[i] = (th[i] - step*g[i]) + decay*t, with step = lr/(ms_t + eps) computed by the
@@ -45,6 +47,9 @@ void kern_sgd_decay(float* th, const float* th0, const float* g, float step, flo
 
 /* Lazy decay of n parameters by the factor q: th[i] = th0[i] + (th[i] - th0[i])*q. */
 void kern_decay_toward(float* th, const float* th0, float q, int n);
+
+/* kern_decay_toward(th, th0, q, n) then kern_sgd_decay(th, th0, g, step, decay, n), fused (same bits). */
+void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, int n);
 
 /* exp(x), part of the format.  Exact expression (all float32, each step rounded):
  *   x = (x < 88 ? x : 88);  x = (x > -87 ? x : -87)         (so NaN -> 88, ±inf -> 88 / -87)

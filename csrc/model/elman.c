@@ -22,7 +22,7 @@
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
  * class predicted, Bc/Bg rows of every w_t (Bc gets a zero gradient when the case was not coded).  Before
  * its update a touched row catches up the k = seg_no − last − 1 updates it missed (decay only):
- *   th = th0 + (th − th0)·q_k,   q_0 = 1, q_k = q_{k−1}·(1 − decay) (float), k capped at QCAP,
+ *   th = th0 + (th − th0)·q_k  (fused with the step: kern_decay_sgd),   q_0 = 1, q_k = q_{k−1}·(1 − decay) (float), k capped at QCAP,
  * q_k below 2^−100 flushed to 0.  Rows not touched keep their stored value (the forward reads it as is).
  * seg_no counts non-empty segments since the reset (the first update is 1).
  */
@@ -481,10 +481,8 @@ static void backward(Elman* m) {
         const int32_t* si = m->segi + (size_t)t * 5;
         int w = si[0], c = si[1];
         for (int r = m->cs[c]; r < m->cs[c + 1]; r++)
-            if (touch(m->stO, m->slO, m->lsO, &m->nO, m->epoch, r)) {
-                memset(m->gWo + (size_t)m->slO[r] * H, 0, (size_t)H * 4);
-                m->gbo[m->slO[r]] = 0.0f;
-            }
+            if (touch(m->stO, m->slO, m->lsO, &m->nO, m->epoch, r)) m->gbo[m->slO[r]] = 0.0f;
+            /* its gWo row is written (not accumulated) by the class's kern_outer_acc_seq below */
         if (touch(m->stB, m->slB, m->lsB, &m->nB, m->epoch, w)) {
             memset(m->gBc + (size_t)m->slB[w] * 4, 0, 16);
             memset(m->gBg + (size_t)m->slB[w] * 8, 0, 32);
@@ -492,8 +490,10 @@ static void backward(Elman* m) {
         if (t < T - 1 && touch(m->stE, m->slE, m->lsE, &m->nE, m->epoch, w))
             memset(m->gE + (size_t)m->slE[w] * D, 0, (size_t)D * 4);
     }
-    size_t ndense = (m->off[ELM_WO] - m->off[ELM_ECASE]) + 12 * (size_t)H;
-    memset(m->gd, 0, ndense * 4);
+    /* gradients summed by loops; gWc, gUc, gUg, gWx, gWh are written by kern_outer_acc_seq(zero_first) */
+    memset(m->gEcase, 0, 12 * (size_t)D * 4);
+    memset(m->gbh, 0, (size_t)H * 4);
+    memset(m->gbc, 0, (size_t)C * 4);
     memset(m->dhn, 0, (size_t)H * 4);
 
     const float *Wc = P + m->off[ELM_WC], *Wo = P + m->off[ELM_WO], *Uc = P + m->off[ELM_UC];
@@ -558,17 +558,17 @@ static void backward(Elman* m) {
     /* weight gradients: sums of outer products over the tokens, i ascending (t descending) */
     const float **pd = m->pd, **px = m->px;
     for (int i = 0; i < T; i++) pd[i] = m->bzc + (size_t)i * C, px[i] = m->sh + (size_t)(T - 1 - i) * H;
-    kern_outer_acc_seq(m->gWc, pd, px, T, C, H);
+    kern_outer_acc_seq(m->gWc, pd, px, T, C, H, 1);
     for (int i = 0; i < T; i++) pd[i] = m->bzg + (size_t)i * 8;
-    kern_outer_acc_seq(m->gUg, pd, px, T, 8, H);
+    kern_outer_acc_seq(m->gUg, pd, px, T, 8, H, 1);
     int nk = 0;
     for (int i = 0; i < T; i++)
         if (m->segi[(size_t)(T - 1 - i) * 5 + 4]) pd[nk] = m->bzk + (size_t)i * 4, px[nk++] = m->sh + (size_t)(T - 1 - i) * H;
-    kern_outer_acc_seq(m->gUc, pd, px, nk, 3, H);
+    kern_outer_acc_seq(m->gUc, pd, px, nk, 3, H, 1);
     for (int i = 0; i + 1 < T; i++) pd[i] = m->bda + (size_t)i * H, px[i] = m->bx + (size_t)i * D;
-    kern_outer_acc_seq(m->gWx, pd, px, T - 1, H, D);
+    kern_outer_acc_seq(m->gWx, pd, px, T - 1, H, D, 1);
     for (int i = 0; i + 1 < T; i++) px[i] = m->sh + (size_t)(T - 2 - i) * H;
-    kern_outer_acc_seq(m->gWh, pd, px, T - 1, H, H);
+    kern_outer_acc_seq(m->gWh, pd, px, T - 1, H, H, 1);
     /* Wo rows, one class at a time (its rows have consecutive gradient slots) */
     for (int i = 0; i < T; i++) {
         int c = m->segi[(size_t)(T - 1 - i) * 5 + 1];
@@ -579,15 +579,17 @@ static void backward(Elman* m) {
             if (m->segi[(size_t)(T - 1 - j) * 5 + 1] == c)
                 pd[nt] = m->bzw + (size_t)j * m->maxcs, px[nt++] = m->sh + (size_t)(T - 1 - j) * H;
         int a = m->cs[c];
-        kern_outer_acc_seq(m->gWo + (size_t)m->slO[a] * H, pd, px, nt, m->cs[c + 1] - a, H);
+        kern_outer_acc_seq(m->gWo + (size_t)m->slO[a] * H, pd, px, nt, m->cs[c + 1] - a, H, 1);
     }
 }
 
 /* catch up the missed decays of one row (n floats at offset o), then the update step */
 static void update_row(Elman* m, size_t o, const float* g, int n, float step, uint32_t last) {
     uint32_t k = m->seg_no - last - 1;
-    if (k > 0) kern_decay_toward(m->p + o, m->p0 + o, m->q[k > QCAP ? QCAP : k], n);
-    kern_sgd_decay(m->p + o, m->p0 + o, g, step, m->decay, n);
+    if (k > 0)
+        kern_decay_sgd(m->p + o, m->p0 + o, g, m->q[k > QCAP ? QCAP : k], step, m->decay, n);
+    else
+        kern_sgd_decay(m->p + o, m->p0 + o, g, step, m->decay, n);
 }
 
 static void update(Elman* m) {
