@@ -71,6 +71,23 @@ def test_linear_kernels_bit_identical(exes, tmp_path, rows, cols):
                 acc[:s] = acc[:s] + acc[s:2 * s]
             canon[r] = acc[0]
     assert canon.tobytes() == mv.tobytes()
+    # the fused / batched forms equal their unfused definitions
+    K, R = cols, rows
+    o = 2 * R + K + R * K + 3 * K
+    th = out[o - K:o].copy()   # decay_toward result, then the step
+    f32 = np.float32
+    g0 = W[:K]
+    step, decay = d[0], d[1]
+    want = (th - step * g0) + decay * (x - th)
+    assert want.astype(f32).tobytes() == out[o:o + K].tobytes()
+    G = W.reshape(R, K).copy()
+    dd, xx = (d, W[:R], d), (x, y0, W[:K])
+    for z, start in enumerate(out[o + K:o + K + 2 * R * K].reshape(2, R, K)):
+        acc = G.copy() if z == 0 else np.zeros_like(G)
+        with np.errstate(all="ignore"):
+            for di, xi in zip(dd, xx):
+                acc = acc + np.outer(di, xi).astype(f32)
+        assert acc.tobytes() == start.tobytes()
 
 
 def math_inputs():

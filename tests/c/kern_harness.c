@@ -5,7 +5,8 @@
  *   OP = lin: IN = int32 rows, cols; float32 W[rows*cols], x[cols], d[rows], y0[cols]
  *        OUT = matvec(W,x) [rows], kern_dot per row [rows], y0 + Wᵀd [cols], W + d⊗x [rows*cols],
  *              y0 + d[0]*x [cols], sgd_decay(th=y0, th0=x, g=W[0], step=d[0], decay=d[1]) [cols],
- *              decay_toward(th=y0, th0=x, q=d[2]) [cols]
+ *              decay_toward(th=y0, th0=x, q=d[2]) [cols], decay_sgd(y0, x, W[0], q=d[2], d[0], d[1]) [cols],
+ *              W + Σ_i dd[i]⊗xx[i] and 0 + Σ_i dd[i]⊗xx[i] (dd = d, W[0..rows), d; xx = x, y0, W[0..cols)) [2*rows*cols]
  *   OP = math: IN = int32 n; float32 x[n]
  *        OUT = exp_vec [n], kern_exp [n], tanh_vec [n], kern_tanh [n]
  */
@@ -62,6 +63,16 @@ int main(int argc, char** argv) {
         memcpy(y, y0, (size_t)K * 4);
         kern_decay_toward(y, x, d[2], K);
         fwrite(y, 4, K, o);
+        memcpy(y, y0, (size_t)K * 4);
+        kern_decay_sgd(y, x, W, d[2], d[0], d[1], K);
+        fwrite(y, 4, K, o);
+        const float* dd[3] = {d, W, d};  /* W's first R floats as a second d vector */
+        const float* xx[3] = {x, y0, W};
+        for (int z = 0; z < 2; z++) {
+            memcpy(G, W, (size_t)R * K * 4);
+            kern_outer_acc_seq(G, dd, xx, 3, R, K, z);
+            fwrite(G, 4, (size_t)R * K, o);
+        }
     } else if (!strcmp(argv[1], "math")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1) die("short read");
