@@ -205,7 +205,7 @@ def expand_inputs(paths):
 
 
 class Progress:
-    def __init__(self, total, desc="", enabled=True):
+    def __init__(self, total, desc="", enabled=True, initial=0):
         self.total, self.desc, self.t0, self.last = total, desc, time.time(), 0.0
         self.enabled = enabled
         self.bar = None
@@ -214,10 +214,10 @@ class Progress:
             return
         try:
             from tqdm import tqdm
-            self.bar = tqdm(total=total, desc=desc, unit="tok", unit_scale=True, mininterval=5)
+            self.bar = tqdm(total=total, desc=desc, unit="tok", unit_scale=True, mininterval=5, initial=initial)
         except Exception:
             self.bar = None
-        self.n = 0
+        self.n = initial
 
     def update(self, n, info=""):
         self.n += n
@@ -356,8 +356,7 @@ def train(args) -> Model:
                 f.write(",".join(str(r[k]) for k in ("step", "tokens", "nats_per_token", "class", "word", "case",
                                                      "gap", "unk_rate", "train_loss", "elapsed_s")) + "\n")
 
-    prog = Progress(total_steps * B * T, args.name or "train", enabled=not args.quiet)
-    prog.n = step * B * T
+    prog = Progress(total_steps * B * T, args.name or "train", enabled=not args.quiet, initial=step * B * T)
     t_last_ck = time.time()
     run_loss, run_n = 0.0, 0
     stopped_by_time = False
@@ -464,6 +463,37 @@ def tune_dynamic(model: Model, dev_text: bytes, lrs=(3e-4, 1e-3, 3e-3), decays=(
     results.sort()
     n, L, lr, dc, e = results[0]
     return model.with_config(seg_len=int(L), lr=float(lr), decay=float(dc), eps=float(e)), results
+
+
+# ----------------------------------------------------------------------------------------------- bundling
+def bundle_model(checkpoint_dir, models_dir, name="default", command=None, model_file="best.nlmm"):
+    """Copy checkpoint_dir/model_file to models_dir/<name>.nlmm and write <name>.json (manifest: command,
+    corpus SHA-256s, dev figures, training time) and <name>_dev_curve.csv beside it.  Returns the manifest."""
+    import shutil
+    ck, md = Path(checkpoint_dir), Path(models_dir)
+    m = Model.load(ck / model_file)
+    dst = md / f"{name}.nlmm"
+    shutil.copyfile(ck / model_file, dst)
+    if (ck / "dev_curve.csv").exists():
+        shutil.copyfile(ck / "dev_curve.csv", md / f"{name}_dev_curve.csv")
+    curve = (ck / "dev_curve.csv").read_text().splitlines() if (ck / "dev_curve.csv").exists() else []
+    elapsed = float(curve[-1].split(",")[-1]) if len(curve) > 1 else None
+    run = json.loads((ck / "run.json").read_text()) if (ck / "run.json").exists() else {}
+    c = m.config
+    man = {
+        "model": dst.name, "model_id_sha256": m.model_id.hex(), "size_bytes": dst.stat().st_size,
+        "config": c, "param_storage": m.param_dtype,
+        "command": command or m.metadata.get("command"),
+        "train_files": m.metadata.get("train_files"), "dev_files": m.metadata.get("dev_files"),
+        "seed": m.metadata.get("seed"), "lexer": m.metadata.get("lexer"),
+        "steps": m.metadata.get("steps"), "tokens_trained": m.metadata.get("tokens_trained"),
+        "dev_at_chosen_checkpoint": m.metadata.get("dev"),
+        "training_wall_time_s_at_last_eval": elapsed, "run": run,
+        "dev_curve": f"{name}_dev_curve.csv",
+        "notes": "dynamic-evaluation config (seg_len, lr, decay, eps) are training defaults until tuned on dev",
+    }
+    (md / f"{name}.json").write_text(json.dumps(man, indent=1) + "\n")
+    return man
 
 
 # ----------------------------------------------------------------------------------------------- CLI
