@@ -114,3 +114,29 @@ def test_never_opens_bench_or_ood(texts, tmp_path, monkeypatch):
             train.main(_args(bad, dv, tmp_path / "y.nlmm"))
         with pytest.raises(PermissionError):
             train.main(_args(tr, bad, tmp_path / "y.nlmm"))
+
+
+def test_sqrt_classes_properties():
+    rng = np.random.default_rng(0)
+    counts = np.sort((1e6 / np.arange(1, 5001)).astype(np.int64))[::-1]
+    for C in (1, 2, 16, 70, 5000):
+        cs = train.sqrt_classes(counts, C)
+        assert cs[0] == 0 and cs[-1] == len(counts) and len(cs) == C + 1
+        assert np.all(np.diff(cs) >= 1)
+    cs = train.sqrt_classes(counts, 70)
+    # classes of equal sqrt-mass: frequent words sit in small classes
+    assert np.diff(cs)[0] < np.diff(cs)[-1]
+
+
+def test_build_vocab_rules():
+    from nlmcodec._corpus import END_KEY, TokenTable
+    keys = [b"the", b"McDonald", END_KEY, b",", b"cat", b"dog", b"emu"]
+    kidx = np.array([0, 0, 0, 1, 1, 1, 1, 3, 3, 4, 4, 5, 6, 2], dtype=np.int32)
+    n = len(kidx)
+    t = TokenTable(keys, kidx, np.zeros(n, np.uint8), np.zeros(n, np.uint8), np.ones(n, np.uint8))
+    vocab, kmap, idc = train.build_vocab(t, 5)
+    assert vocab == [b"", b"", b"the", b",", b"cat"]              # McDonald (capital) never; ties by bytes
+    assert kmap[1] == 0 and kmap[2] == 1 and kmap[5] == 0
+    assert idc[0] == 4 + 2 and idc[1] == 1                         # OOV tokens counted for <unk>
+    prime = train.speller_prime_list(t, kmap)
+    assert prime.split(b"\n") == [b"McDonald", b"dog", b"emu"]
