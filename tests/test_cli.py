@@ -477,3 +477,42 @@ def test_bench_mode_is_wired(tmp_path, src):
     assert {row["codec"] for row in rows} >= {"zlib-9", "nlmcodec-static"}
     assert run(["-b"], tmp_path).returncode == 1
     assert run(["--against", "zlib-9", "doc.txt"], tmp_path).returncode == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    pytest.importorskip("tqdm")
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    data = (TEXT * 40).encode()
+    assert len(data) >= 1 << 16
+    (tmp_path / "p.txt").write_bytes(data)
+
+    def stderr_on_tty(args):
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+        p = subprocess.Popen([sys.executable, "-m", "nlmcodec", *args], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        os.close(master)
+        assert p.wait(timeout=TIMEOUT) == 0
+        return buf
+
+    assert b"p.txt" in stderr_on_tty([*MODEL, "-f", "p.txt"])           # a bar, named after the file
+    assert stderr_on_tty([*MODEL, "-f", "-q", "p.txt"]) == b""
+    assert stderr_on_tty([*MODEL, "-f", "--no-progress", "p.txt"]) == b""
+    r = run([*MODEL, "-f", "p.txt"], tmp_path)                          # stderr is a pipe: silent
+    assert r.returncode == 0 and r.stderr == b""
+    assert b"%" in run([*MODEL, "-f", "--progress", "p.txt"], tmp_path).stderr
