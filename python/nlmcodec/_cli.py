@@ -158,7 +158,8 @@ def _build_parser():
                    help="write to standard output and keep the input files")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="write the output to FILE (one input only; - is standard output)")
-    o.add_argument("-k", "--keep", action="store_true", help="keep the input files (the default; accepted for xz/gzip compatibility)")
+    o.add_argument("-k", "--keep", action="store_true",
+                   help="keep the input files (the default; accepted for xz/gzip compatibility)")
     o.add_argument("--rm", action="store_true",
                    help="remove each input file after its output has been written and verified")
     o.add_argument("-f", "--force", action="store_true",
@@ -682,7 +683,8 @@ def _do_list(api, opts, status, files):
         return
     if not rows:
         return
-    head = f"{'Frames':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6} {'bpb':>6} {'Check':<6} {'Mode':<8} {'Model':<12}  Filename"
+    head = (f"{'Frames':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6} {'bpb':>6} "
+            f"{'Check':<6} {'Mode':<8} {'Model':<12}  Filename")
     print(head, file=out)
 
     def line(r):
@@ -819,6 +821,8 @@ def main(argv=None):
                 status.error(f"{where}: {e.strerror or e}")
             except MemoryError:
                 status.error(f"{name}: out of memory")
+            except Exception as e:  # a bug, not bad data: report it, keep going with the next file
+                status.error(f"{name}: internal error: {type(e).__name__}: {e}")
     except KeyboardInterrupt:
         _eprint(f"{PROG}: interrupted")
         return EXIT_ERROR
