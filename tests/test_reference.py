@@ -76,3 +76,14 @@ def test_float32_matches_float64():
     assert g32.dtype == np.float32
     assert np.isclose(l32, l64, rtol=1e-5)
     assert np.allclose(g32, g64, atol=1e-4, rtol=1e-3)
+
+
+def test_grad_out_buffer_reused():
+    m, p, w, case, gap, cc, h0, _ = _setup()
+    _, g1, _ = R.forward_backward(m, p, w, case, gap, cc, h0)
+    buf = np.full_like(p, 7.0)                       # garbage must be overwritten / cleared
+    _, g2, _ = R.forward_backward(m, p, w, case, gap, cc, h0, grad_out=buf)
+    assert g2 is buf and np.array_equal(g1, g2)
+    _, g3, _ = R.forward_backward(m, p, w[:, ::-1], case, gap, cc, h0, grad_out=buf)
+    _, g4, _ = R.forward_backward(m, p, w[:, ::-1], case, gap, cc, h0)
+    assert np.array_equal(g3, g4)
