@@ -140,3 +140,16 @@ def test_build_vocab_rules():
     assert idc[0] == 4 + 2 and idc[1] == 1                         # OOV tokens counted for <unk>
     prime = train.speller_prime_list(t, kmap)
     assert prime.split(b"\n") == [b"McDonald", b"dog", b"emu"]
+
+
+def test_small_corpus_caps_vocab_and_bad_sizes(tmp_path):
+    tr = tmp_path / "t.txt"
+    tr.write_bytes(b"the cat sat on the mat. The dog sat on the log!\n" * 50)
+    out = tmp_path / "m.nlmm"
+    train.main([str(tr), "-o", str(out), "--vocab", "1000", "--classes", "64", "--dim", "16", "--hidden", "16",
+                "--tokens", "2000", "--batch", "4", "--bptt", "8", "--ms-segments", "5", "--quiet"])
+    m = Model.load(out)
+    assert m.config["V"] == 2 + len({b"the", b"cat", b"sat", b"on", b"mat", b".", b"dog", b"log", b"!"})
+    assert m.config["C"] <= m.config["V"]
+    with pytest.raises(SystemExit):
+        train.main([str(tr), "-o", str(out), "--dim", "20"])

@@ -67,6 +67,7 @@ def build_vocab(table: TokenTable, V: int):
         cand.append(i)
     cand = np.array(cand, dtype=np.int64)
     # sort by count desc, ties by key bytes
+    cand = cand[counts[cand] > 0]
     keyorder = sorted(cand.tolist(), key=lambda i: (-int(counts[i]), table.keys[i]))
     chosen = keyorder[: V - 2]
     if len(chosen) < V - 2:
@@ -165,6 +166,9 @@ def compute_ms(model: R.Model, params, stream: Stream, seed: int, seg_len: int =
     p64 = params.astype(np.float64)
     N = len(stream)
     acc = np.zeros(len(R.NAMES))
+    if N < seg_len + 2:
+        return np.ones(len(R.NAMES), dtype=np.float32)       # corpus too small to measure: neutral
+    warm = min(warm, (N - seg_len - 2) // 2)
     starts = np.sort(rng.integers(warm, N - seg_len - 1, n_segments))
     for s in starts:
         a = s - warm
@@ -274,6 +278,14 @@ def train(args) -> Model:
         table = TokenTable(table.keys, table.kidx[: args.max_train_tokens], table.case[: args.max_train_tokens],
                            table.gap[: args.max_train_tokens], table.kind[: args.max_train_tokens])
     V, D, H, C = args.vocab, args.dim, args.hidden, args.classes
+    n_keys = 2 + sum(1 for k in set(table.keys[i] for i in np.unique(table.kidx))
+                     if k != END_KEY and k and len(k) <= 32 and not _has_upper(k))
+    if V > n_keys:
+        log(f"warning: the corpus has only {n_keys - 2} distinct vocabulary keys; V reduced from {V} to {n_keys}")
+        V = n_keys
+    if C > V:
+        log(f"warning: C reduced from {C} to V={V}")
+        C = V
     vocab, kmap, idc = build_vocab(table, V)
     class_start = sqrt_classes(idc, C)
     prime = speller_prime_list(table, kmap, args.prime_bytes)
@@ -296,6 +308,10 @@ def train(args) -> Model:
     m1 = np.zeros_like(params)
     m2 = np.zeros_like(params)
     B, T = args.batch, args.bptt
+    if len(train_s) < B * T:                   # tiny corpus: fewer/shorter streams
+        B = max(1, min(B, len(train_s) // T))
+        T = max(1, min(T, len(train_s) // B))
+        log(f"warning: small corpus; batch {B}, bptt {T}")
     n_stream = len(train_s) // B
     steps_per_epoch = n_stream // T
     total_tokens = args.tokens if args.tokens else int(args.epochs * steps_per_epoch * B * T)
@@ -533,7 +549,14 @@ def build_parser():
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    for name in ("dim", "hidden"):
+        v = getattr(args, name)
+        if v < 16 or v % 16:
+            ap.error(f"--{name} must be a positive multiple of 16 (FORMAT.md §2)")
+    if args.vocab < 2 or args.classes < 1:
+        ap.error("--vocab must be >= 2 and --classes >= 1")
     args.command_line = " ".join(["nlmcodec", "--train"] + [a for a in argv])
     if not args.name:
         args.name = Path(args.output).stem
