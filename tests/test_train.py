@@ -153,3 +153,12 @@ def test_small_corpus_caps_vocab_and_bad_sizes(tmp_path):
     assert m.config["C"] <= m.config["V"]
     with pytest.raises(SystemExit):
         train.main([str(tr), "-o", str(out), "--dim", "20"])
+
+
+def test_dev_eval_matches_training_record(texts, tmp_path):
+    tr, dv = texts
+    out = tmp_path / "d.nlmm"
+    train.main(_args(tr, dv, out, tmp_path / "ck"))
+    m = Model.load(out)
+    r = train.dev_eval(m, [str(dv)], 4000)
+    assert abs(r["nats_per_token"] - m.metadata["dev"]["nats_per_token"]) < 2e-3   # float16 storage

@@ -481,6 +481,18 @@ def tune_dynamic(model: Model, dev_text: bytes, lrs=(3e-4, 1e-3, 3e-3), decays=(
     return model.with_config(seg_len=int(L), lr=float(lr), decay=float(dc), eps=float(e)), results
 
 
+def dev_eval(model: Model, dev_paths, n_tokens: int = 200_000) -> dict:
+    """Dev nats/token (and its class/word/case/gap parts, unk rate) of a model on the same fixed dev slice
+    training uses (n_tokens in 16 evenly spaced chunks; OOV -> <unk>, no dropout)."""
+    dev_paths = expand_inputs(dev_paths)
+    t = TokenTable.from_files(dev_paths, processes=1)
+    idx = {v: i for i, v in enumerate(model.vocab) if i >= 2}
+    kmap = np.array([1 if k == END_KEY else idx.get(k, 0) for k in t.keys], dtype=np.int32)
+    c = model.config
+    rm = R.Model(c["V"], c["D"], c["H"], c["C"], model.class_start)
+    return evaluate(rm, model.params, dev_slice(Stream(t, kmap), n_tokens))
+
+
 # ----------------------------------------------------------------------------------------------- bundling
 def bundle_model(checkpoint_dir, models_dir, name="default", command=None, model_file="best.nlmm"):
     """Copy checkpoint_dir/model_file to models_dir/<name>.nlmm and write <name>.json (manifest: command,
