@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/fpenv.h"   /* nlm_fpenv_enter, nlm_fpenv_leave */
+#include "codec/gapmix.h"   /* GapMix: column-aware gap counts */
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
@@ -38,6 +39,7 @@ struct NlmCodec {
     double stats[NLM_STAT_COUNT];
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
+    GapMix gapmix, gapmix_saved;
     NlmLexToken* toks;
     size_t toks_cap;
 };
@@ -137,14 +139,34 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
         t->ccase = 0;
     }
 
-    /* 5. gap (+ literal run) */
-    if ((r = code_symbol(c, elman_gap_logits(c->model, t->w), NLM_NGAP, &t->gap, &st[NLM_STAT_GAP_BITS])) < 0)
-        return r;
-    if (t->gap == 7) {
-        if (dec) t->gapbuf = gap_scratch;
-        if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN, &st[NLM_STAT_GAP_BITS])) < 0)
-            return r;
-        if (t->glen < 1) return NLM_ERR_CORRUPT;
+    /* 5. gap: the network's distribution blended with the column-aware counts (+ literal run) */
+    {
+        uint32_t gf[NLM_NGAP];
+        int gctx;
+        uint32_t F = quant_freqs(c->freq, elman_gap_logits(c->model, t->w), NLM_NGAP);
+#ifndef NLM_GAPMIX_OFF
+        uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, &gctx);
+#else
+        uint32_t G = F;
+        memcpy(gf, c->freq, sizeof gf);
+        gctx = 0;
+#endif
+        if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
+        if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
+        st[NLM_STAT_GAP_BITS] += bits_of(gf, t->gap, G);
+        int gl = 0;
+        const uint8_t* gb;
+        if (t->gap == 7) {
+            if (dec) t->gapbuf = gap_scratch;
+            if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN, &st[NLM_STAT_GAP_BITS])) < 0)
+                return r;
+            if (t->glen < 1) return NLM_ERR_CORRUPT;
+            gb = t->gapbuf;
+            gl = t->glen;
+        } else {
+            gb = lex_gap_bytes(t->gap, &gl);
+        }
+        gapmix_update(&c->gapmix, gctx, t->gap, gb, gl, t->blen);
     }
 
     /* 6. advance; 7. dynamic update at the end of a segment */
@@ -224,6 +246,7 @@ int nlm_codec_reset(NlmCodec* c) {
     if (!c) return NLM_ERR_STATE;
     elman_reset(c->model);
     speller_reset(c->speller);
+    gapmix_reset(&c->gapmix);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
@@ -235,6 +258,7 @@ int nlm_codec_save(NlmCodec* c) {
     if ((r = elman_save(c->model)) < 0) return r;
     if ((r = speller_save(c->speller)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
+    c->gapmix_saved = c->gapmix;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
     return NLM_OK;
 }
@@ -245,6 +269,7 @@ int nlm_codec_restore(NlmCodec* c) {
     if ((r = elman_restore(c->model)) < 0) return r;
     if ((r = speller_restore(c->speller)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
+    c->gapmix = c->gapmix_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);
     return NLM_OK;
 }
