@@ -1,0 +1,64 @@
+"""Where the bits go: per benchmark file and mode, the share of the word model's output spent on words,
+unknown words (cache hits vs spelled), case and gaps, the unknown-token rate, and which block kinds
+the frame chose (word model, lzma fallback, stored).
+
+Usage: python benchmarks/bits_report.py [--model default] [--files english|all|NAME...] [--out FILE.md]
+The figures are exact (bits from the quantised frequencies the coder used, via nlm_codec_stats).
+"""
+import argparse
+import pathlib
+import sys
+
+import nlmcodec
+from nlmcodec import _bench
+from nlmcodec._core import Codec
+
+CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "cache"),
+        ("spell_bits", "spelled"), ("case_bits", "case"), ("gap_bits", "gaps")]
+
+
+def analyse(data, model, adapt):
+    codec = Codec(model, adapt)
+    payload = codec.encode_block(data)
+    st = codec.stats()
+    frame = nlmcodec.compress(data, model=model, adapt=adapt)
+    kinds = {}
+    for b in nlmcodec.get_frame_info(frame).blocks:
+        kinds[b.kind] = kinds.get(b.kind, 0) + b.size
+    return st, len(payload), len(frame), kinds
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--files", nargs="+", default=["english"])
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    model = nlmcodec.load_model(a.model)
+    rows = ["| file | mode | bytes | word-model bpb | frame bpb | blocks | unk rate | cache hits / spelled | "
+            + " | ".join(n for _, n in CATS) + " |",
+            "|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
+    for name in _bench.expand_files(a.files):
+        label, data = _bench.read_file(name)
+        if not data:
+            continue
+        for adapt in (False, True):
+            st, plen, flen, kinds = analyse(data, model, adapt)
+            tot = sum(st[k] for k, _ in CATS) or 1.0
+            blocks = ", ".join(f"{k} {100 * v / len(data):.0f}%" for k, v in sorted(kinds.items()))
+            row = (f"| {label} | {'dynamic' if adapt else 'static'} | {len(data)} | {8 * plen / len(data):.3f} | "
+                   f"{8 * flen / len(data):.3f} | {blocks} | {100 * st['unk_tokens'] / max(st['tokens'], 1):.1f}% | "
+                   f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | "
+                   + " | ".join(f"{100 * st[k] / tot:.1f}%" for k, _ in CATS) + " |")
+            rows.append(row)
+            print(row, flush=True)
+    text = (f"Model `{a.model}` (id {nlmcodec.load_model(a.model).model_id.hex()[:16]}), "
+            f"command: `python benchmarks/bits_report.py {' '.join(argv or sys.argv[1:])}`\n\n" + "\n".join(rows) + "\n")
+    if a.out:
+        pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(a.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
