@@ -84,9 +84,14 @@ def worker(phase: str, codec_name: str, file_spec: str, runs: int, warmup: int, 
     else:
         with open(tmp, "rb") as f:
             comp = f.read()
-        back, walls, cpus = B.time_runs(codec.decompress, comp, runs, warmup)
+        try:
+            back, walls, cpus = B.time_runs(codec.decompress, comp, runs, warmup)
+        except Exception as exc:
+            print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "version": codec.version}))
+            return 1
         if back != data:
-            print(json.dumps({"error": f"round trip failed: {len(data)} bytes in, {len(back)} back"}))
+            print(json.dumps({"error": f"round trip failed: {len(data)} bytes in, {len(back)} back",
+                              "version": codec.version}))
             return 1
         res = {"n_out": len(comp)}
     res.update(file=name, n_in=len(data), walls=walls, cpus=cpus, peak_rss_mb=B.peak_rss_mb(),
@@ -106,8 +111,14 @@ def run_worker(phase, codec_name, file_spec, args, tmp):
         raise RuntimeError(f"worker {phase} exited {p.returncode}: {tail}")
     res = json.loads(lines[-1])
     if "error" in res or p.returncode:
-        raise RuntimeError(res.get("error", f"worker exited {p.returncode}"))
+        raise WorkerError(res.get("error", f"worker exited {p.returncode}"), res.get("version"))
     return res
+
+
+class WorkerError(RuntimeError):
+    def __init__(self, msg, version=None):
+        super().__init__(msg)
+        self.version = version
 
 
 def measure_subprocess(codec_name: str, file_spec: str, args):
@@ -115,7 +126,16 @@ def measure_subprocess(codec_name: str, file_spec: str, args):
     os.close(fd)
     try:
         c = run_worker("c", codec_name, file_spec, args, tmp)
-        d = run_worker("d", codec_name, file_spec, args, tmp)
+        try:
+            d = run_worker("d", codec_name, file_spec, args, tmp)
+        except WorkerError as exc:
+            if exc.version and exc.version != c["version"]:
+                raise RuntimeError(f"{exc} -- not a codec fault: the build changed between the compress and "
+                                   f"decompress workers ({c['version']} -> {exc.version}); rerun") from None
+            raise
+        if d["version"] != c["version"]:
+            raise RuntimeError(f"the build changed between the compress and decompress workers "
+                               f"({c['version']} -> {d['version']}); rerun")
     finally:
         os.unlink(tmp)
     codec = B.Codec(codec_name, c["options"], c["version"], None, None, c["model_bytes"], c["model_id"])

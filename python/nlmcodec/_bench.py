@@ -247,6 +247,24 @@ def _hex_id(mid) -> str:
     return str(mid)
 
 
+def _native_fingerprint(pkg, backend) -> str:
+    """Short SHA-256 of the compiled extension, so runs (and a compress and a decompress worker)
+    made with different builds of the C core can be told apart."""
+    import glob
+    import hashlib
+    prefix = {"cython": "_nlm_cy", "cffi": "_nlm_cffi"}.get(str(backend), "_nlm")
+    d = os.path.dirname(os.path.abspath(pkg.__file__))
+    files = sorted(f for f in glob.glob(os.path.join(d, prefix + "*"))
+                   if f.endswith((".so", ".pyd")) and (prefix != "_nlm_cffi" or "glue" not in f))
+    if not files:
+        return ""
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:10]
+
+
 def load_nlm_model(spec):
     """nlmcodec model for a bundled name ("default", "tiny") or a path to a .nlmm file."""
     import nlmcodec
@@ -277,6 +295,9 @@ def make_codec(name: str, model="default") -> Codec:
                 backend = _backend.backend
             except Exception:
                 backend = "?"
+        build = _native_fingerprint(nlmcodec, backend)
+        if build:
+            backend = f"{backend}, build {build}"
         mname = model if isinstance(model, str) else getattr(m, "name", "?")
         return Codec(name, f"model={os.path.basename(str(mname))}, adapt={adapt}", f"{ver} ({backend})",
                      comp, decomp, model_file_size(m, model), _hex_id(getattr(m, "model_id", None)))
