@@ -231,7 +231,9 @@ def lazy_update(s, th, th0, g, last, seg_no, segtok):
         sl = slice(off[i] + lo, off[i] + hi)
         if k > 0:
             th[sl] = th0[sl] + (th[sl] - th0[sl]) * q[min(k, 4096)]
-        th[sl] = (th[sl] - step[i] * g[sl]) + s.decay * (th0[sl] - th[sl])
+        lim = f(s.lr) * f(16)  # ELM_CLIP in elman.c
+        sg = np.maximum(np.minimum((step[i] * g[sl]).astype(f), lim), -lim)
+        th[sl] = (th[sl] - sg) + s.decay * (th0[sl] - th[sl])
 
     for i in (1, 2, 3, 4, 5, 6, 7, 10, 12):
         upd(i, 0, off[i + 1] - off[i], seg_no - 1)

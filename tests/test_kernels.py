@@ -78,7 +78,10 @@ def test_linear_kernels_bit_identical(exes, tmp_path, rows, cols):
     f32 = np.float32
     g0 = W[:K]
     step, decay = d[0], d[1]
-    want = (th - step * g0) + decay * (x - th)
+    lim = f32(0.25)  # the harness clips each step at ±0.25
+    sg = np.maximum(np.minimum((step * g0).astype(f32), lim), -lim)
+    assert (np.abs(step * g0) > lim).any()  # the clip is exercised
+    want = (th - sg) + decay * (x - th)
     assert want.astype(f32).tobytes() == out[o:o + K].tobytes()
     G = W.reshape(R, K).copy()
     dd, xx = (d, W[:R], d), (x, y0, W[:K])

@@ -63,24 +63,32 @@ static void outer_acc_seq_scalar(float* G, const float* const* d, const float* c
     }
 }
 
+/* Clamp to [-lim, lim] with x86 min/max semantics (a NaN s gives lim), identical in every path. */
+static inline float clampf(float s, float lim) {
+    float a = s < lim ? s : lim;          /* minps(s, lim) */
+    float nl = -lim;
+    return a > nl ? a : nl;               /* maxps(a, -lim) */
+}
+
 static void decay_sgd_scalar(float* th, const float* th0, const float* g, float q, float step, float decay,
-                             int n) {
+                             float lim, int n) {
     for (int i = 0; i < n; i++) {
         float t = th[i] - th0[i];
         float v = t * q;
         float a = th0[i] + v;
         float t2 = th0[i] - a;
-        float s = step * g[i];
+        float s = clampf(step * g[i], lim);
         float u = a - s;
         float w = decay * t2;
         th[i] = u + w;
     }
 }
 
-static void sgd_decay_scalar(float* th, const float* th0, const float* g, float step, float decay, int n) {
+static void sgd_decay_scalar(float* th, const float* th0, const float* g, float step, float decay, float lim,
+                             int n) {
     for (int i = 0; i < n; i++) {
         float t = th0[i] - th[i];
-        float s = step * g[i];
+        float s = clampf(step * g[i], lim);
         float u = th[i] - s;
         float v = decay * t;
         th[i] = u + v;
@@ -287,29 +295,33 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
 }
 
 __attribute__((target("avx2"))) static void decay_sgd_avx2(float* th, const float* th0, const float* g, float q,
-                                                           float step, float decay, int n) {
+                                                           float step, float decay, float lim, int n) {
     __m256 vq = _mm256_set1_ps(q), vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
+    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 z = _mm256_loadu_ps(th0 + i);
         __m256 a = _mm256_add_ps(z, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(th + i), z), vq));
-        __m256 u = _mm256_sub_ps(a, _mm256_mul_ps(vs, _mm256_loadu_ps(g + i)));
+        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl);
+        __m256 u = _mm256_sub_ps(a, s);
         _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, _mm256_sub_ps(z, a))));
     }
-    decay_sgd_scalar(th + i, th0 + i, g + i, q, step, decay, n - i);
+    decay_sgd_scalar(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
 }
 
 __attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
-                                                           float decay, int n) {
+                                                           float decay, float lim, int n) {
     __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
+    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 t = _mm256_loadu_ps(th + i);
         __m256 dt = _mm256_sub_ps(_mm256_loadu_ps(th0 + i), t);
-        __m256 u = _mm256_sub_ps(t, _mm256_mul_ps(vs, _mm256_loadu_ps(g + i)));
+        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl);
+        __m256 u = _mm256_sub_ps(t, s);
         _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, dt)));
     }
-    sgd_decay_scalar(th + i, th0 + i, g + i, step, decay, n - i);
+    sgd_decay_scalar(th + i, th0 + i, g + i, step, decay, lim, n - i);
 }
 
 __attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const float* th0, float q, int n) {
@@ -388,24 +400,25 @@ void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, 
     outer_acc_seq_scalar(G, d, x, T, rows, cols, zero_first);
 }
 
-void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, int n) {
+void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, float lim,
+                    int n) {
 #if KERN_X86
     if (KERN_LEVEL() >= 2) {
-        decay_sgd_avx2(th, th0, g, q, step, decay, n);
+        decay_sgd_avx2(th, th0, g, q, step, decay, lim, n);
         return;
     }
 #endif
-    decay_sgd_scalar(th, th0, g, q, step, decay, n);
+    decay_sgd_scalar(th, th0, g, q, step, decay, lim, n);
 }
 
-void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n) {
+void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n) {
 #if KERN_X86
     if (KERN_LEVEL() >= 2) {
-        sgd_decay_avx2(th, th0, g, step, decay, n);
+        sgd_decay_avx2(th, th0, g, step, decay, lim, n);
         return;
     }
 #endif
-    sgd_decay_scalar(th, th0, g, step, decay, n);
+    sgd_decay_scalar(th, th0, g, step, decay, lim, n);
 }
 
 void kern_decay_toward(float* th, const float* th0, float q, int n) {

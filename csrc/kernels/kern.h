@@ -41,15 +41,16 @@ void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, 
                         int zero_first);
 
 /* Dynamic-evaluation update of n parameters (codec/FORMAT.md §6), elementwise:
- * t = th0[i] - th[i]; th[i] = (th[i] - step*g[i]) + decay*t, with step = lr/(ms_t + eps) computed by the
- * caller. */
-void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, int n);
+ * t = th0[i] - th[i]; s = clamp(step*g[i], -lim, lim) (min then max, x86 semantics);
+ * th[i] = (th[i] - s) + decay*t, with step = lr/(ms_t + eps) and lim = lr*clip computed by the caller. */
+void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n);
 
 /* Lazy decay of n parameters by the factor q: th[i] = th0[i] + (th[i] - th0[i])*q. */
 void kern_decay_toward(float* th, const float* th0, float q, int n);
 
-/* kern_decay_toward(th, th0, q, n) then kern_sgd_decay(th, th0, g, step, decay, n), fused (same bits). */
-void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, int n);
+/* kern_decay_toward(th, th0, q, n) then kern_sgd_decay(th, th0, g, step, decay, lim, n), fused (same bits). */
+void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, float lim,
+                    int n);
 
 /* exp(x), part of the format.  Exact expression (all float32, each step rounded):
  *   x = (x < 88 ? x : 88);  x = (x > -87 ? x : -87)         (so NaN -> 88, ±inf -> 88 / -87)

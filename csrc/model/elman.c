@@ -16,8 +16,8 @@
  *             dh_next = Whᵀda   (Wᵀd products by kern_matvec_t_acc: ascending rows).
  * s_0 (the state carried in) is a constant, so the transition of the segment's last token gets no gradient.
  *
- * Update (§6), step_t = lr / (ms_t + eps) (float), per parameter:
- *   th = (th − step_t·g) + decay·(th0 − th)                            (kern_sgd_decay)
+ * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·ELM_CLIP (float), per parameter:
+ *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
  * Dense tensors (Ecase, Egap, Wx, Wh, bh, Wc, bc, Uc, Ug) are updated every segment.  Big tables are
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
  * class predicted, Bc/Bg rows of every w_t (Bc gets a zero gradient when the case was not coded).  Before
@@ -35,10 +35,15 @@
 #include "../kernels/kern.h"
 
 #define QCAP 4096
+/* Gradient clipping: each parameter moves by at most lr * ELM_CLIP per update (the normalised gradient is
+ * clipped elementwise at ±16).  On dev (tools/dev_sample.py) clips of 1 and 4 cost 1–7% and 16 is neutral
+ * at the tuned lr while it bounds the damage of an outlier segment; larger lr diverged with or without it. */
+#define ELM_CLIP 16.0f
 
 struct Elman {
     int V, D, H, C, adapt, seg_cap, maxcs, capO;
     float decay;
+    float lim; /* lr * ELM_CLIP: the largest change of one parameter per update */
     size_t np, off[ELM_NTENSORS + 1];
     float* p;  /* (np) working parameters */
     float* p0; /* (np) trained parameters (adaptive only) */
@@ -229,6 +234,7 @@ Elman* elman_new(const NlmConfig* cfg, const float* params, const float* ms, con
             float den = ms[t] + cfg->eps;
             m->step[t] = den > 0.0f ? cfg->lr / den : 0.0f;
         }
+        m->lim = cfg->lr * ELM_CLIP;
         float keep = 1.0f - cfg->decay;
         m->q[0] = 1.0f;
         for (int k = 1; k <= QCAP; k++) {
@@ -587,9 +593,9 @@ static void backward(Elman* m) {
 static void update_row(Elman* m, size_t o, const float* g, int n, float step, uint32_t last) {
     uint32_t k = m->seg_no - last - 1;
     if (k > 0)
-        kern_decay_sgd(m->p + o, m->p0 + o, g, m->q[k > QCAP ? QCAP : k], step, m->decay, n);
+        kern_decay_sgd(m->p + o, m->p0 + o, g, m->q[k > QCAP ? QCAP : k], step, m->decay, m->lim, n);
     else
-        kern_sgd_decay(m->p + o, m->p0 + o, g, step, m->decay, n);
+        kern_sgd_decay(m->p + o, m->p0 + o, g, step, m->decay, m->lim, n);
 }
 
 static void update(Elman* m) {
@@ -600,11 +606,11 @@ static void update(Elman* m) {
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         int t = dense[i];
         size_t o = m->off[t];
-        kern_sgd_decay(p + o, p0 + o, m->gd + (o - m->off[ELM_ECASE]), m->step[t], m->decay,
+        kern_sgd_decay(p + o, p0 + o, m->gd + (o - m->off[ELM_ECASE]), m->step[t], m->decay, m->lim,
                        (int)(m->off[t + 1] - o));
     }
-    kern_sgd_decay(p + m->off[ELM_UC], p0 + m->off[ELM_UC], m->gUc, m->step[ELM_UC], m->decay, 4 * H);
-    kern_sgd_decay(p + m->off[ELM_UG], p0 + m->off[ELM_UG], m->gUg, m->step[ELM_UG], m->decay, 8 * H);
+    kern_sgd_decay(p + m->off[ELM_UC], p0 + m->off[ELM_UC], m->gUc, m->step[ELM_UC], m->decay, m->lim, 4 * H);
+    kern_sgd_decay(p + m->off[ELM_UG], p0 + m->off[ELM_UG], m->gUg, m->step[ELM_UG], m->decay, m->lim, 8 * H);
     uint32_t *lastE = m->last, *lastO = m->last + m->V, *lastB = m->last + 2 * (size_t)m->V;
     for (int i = 0; i < m->nE; i++) {
         int r = m->lsE[i];

@@ -58,13 +58,13 @@ int main(int argc, char** argv) {
         kern_axpy(y, d[0], x, K);
         fwrite(y, 4, K, o);
         memcpy(y, y0, (size_t)K * 4);
-        kern_sgd_decay(y, x, W, d[0], d[1], K);
+        kern_sgd_decay(y, x, W, d[0], d[1], 0.25f, K); /* lim 0.25 clips some steps */
         fwrite(y, 4, K, o);
         memcpy(y, y0, (size_t)K * 4);
         kern_decay_toward(y, x, d[2], K);
         fwrite(y, 4, K, o);
         memcpy(y, y0, (size_t)K * 4);
-        kern_decay_sgd(y, x, W, d[2], d[0], d[1], K);
+        kern_decay_sgd(y, x, W, d[2], d[0], d[1], 0.25f, K);
         fwrite(y, 4, K, o);
         const float* dd[3] = {d, W, d};  /* W's first R floats as a second d vector */
         const float* xx[3] = {x, y0, W};
