@@ -2,7 +2,7 @@
 """Exact compressed sizes per benchmark file and mode, committed and checked by
 ``tests/test_ratio_regression.py``.
 
-    python benchmarks/make_ratios.py --model default        # -> benchmarks/ratios.csv (14 English files + dickens)
+    python benchmarks/make_ratios.py --model default        # -> benchmarks/ratios.csv (13 English files + dickens)
     python benchmarks/make_ratios.py --model tiny           # -> benchmarks/ratios_tiny.csv (a few small files)
     python benchmarks/make_ratios.py --check benchmarks/ratios.csv   # recompress, list differences, rc 1 if any
 

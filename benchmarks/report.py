@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark report: nlmcodec (static and dynamic) against xz, bz2, zlib, zstd, brotli and PPMd.
 
-    python benchmarks/report.py                         # the 14 English files + Silesia dickens
+    python benchmarks/report.py                         # 13 English Canterbury/Calgary files + dickens
     python benchmarks/report.py --quick                 # alice29.txt, paper1, paper5; one run
     python benchmarks/report.py --files all --runs 5 --out-dir /tmp/bench
     python benchmarks/report.py --files book1 paper1 --codecs nlm,xz-9e,xz-6 --model tiny
@@ -276,6 +276,35 @@ MARKERS = {"nlmcodec-static": ("*", "tab:red"), "nlmcodec-dynamic": ("P", "tab:p
            "ppmd-o16": ("X", "tab:olive")}
 
 
+def _place_labels(ax, points, fontsize=9):
+    """Annotate points, moving each label to the first of a few offsets where its box does not
+    overlap a label already placed (points close together, e.g. xz-9e and zstd-19, stay readable)."""
+    ch, lh = fontsize * 0.62 * ax.figure.dpi / 72, fontsize * 1.25 * ax.figure.dpi / 72
+    placed = []
+    offsets = [(7, 5), (7, -30), (-7, 5), (-7, -30), (7, 22), (7, -48), (-7, 22), (-7, -48), (7, 40), (7, -66)]
+    for x, y, text in sorted(points, key=lambda p: (p[0], p[1])):
+        px, py = ax.transData.transform((x, y))
+        w = max(len(t) for t in text.splitlines()) * ch
+        h = len(text.splitlines()) * lh
+        best = None
+        for dx, dy in offsets:
+            dxp, dyp = dx * ax.figure.dpi / 72, dy * ax.figure.dpi / 72
+            x0 = px + dxp if dx > 0 else px + dxp - w
+            box = (x0, py + dyp, x0 + w, py + dyp + h)
+            if all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
+                best = (dx, dy, box)
+                break
+        if best is None:
+            dx, dy = offsets[0]
+            best = (dx, dy, None)
+        dx, dy, box = best
+        if box is not None:
+            placed.append(box)
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                    ha="left" if dx > 0 else "right", va="bottom", zorder=4,
+                    arrowprops=dict(arrowstyle="-", color="0.5", lw=0.5) if abs(dy) > 10 else None)
+
+
 def write_plot(path, rows, summary, title, speed="wall"):
     try:
         import matplotlib
@@ -293,8 +322,6 @@ def write_plot(path, rows, summary, title, speed="wall"):
                        alpha=0.25, s=22, linewidths=0)
         ax.scatter([s[key]], [s["bpb"]], marker=m, color=col, s=110, edgecolors="black",
                    linewidths=0.6, zorder=3, label=s["codec"])
-        ax.annotate(f"{s['codec']}\n{s['bpb']:.3f} bpb", (s[key], s["bpb"]), textcoords="offset points",
-                    xytext=(7, 5), fontsize=9, zorder=4)
     ax.set_xscale("log")
     ax.set_xlabel("compression speed, KB/s of input (log scale; one core; "
                   + ("CPU time)" if speed == "cpu" else "wall time)"))
@@ -302,7 +329,10 @@ def write_plot(path, rows, summary, title, speed="wall"):
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
+    ax.margins(x=0.12, y=0.08)
     fig.tight_layout()
+    fig.canvas.draw()  # fixes the limits, so label boxes can be placed in pixels
+    _place_labels(ax, [(s[key], s["bpb"], f"{s['codec']}\n{s['bpb']:.3f} bpb") for s in summary])
     fig.savefig(path)
     plt.close(fig)
     return None
