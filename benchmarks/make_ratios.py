@@ -74,9 +74,10 @@ class Measurer:
             self._data[file] = B.read_file(file)[1]
         return self._data[file]
 
-    def row(self, file: str, mode: str, verify: bool = False) -> dict:
+    def row(self, file: str, mode: str, verify: bool = False, frame=None) -> dict:
+        """The CSV row of one file and mode (frame: an already compressed frame to describe)."""
         data = self.data(file)
-        comp = self.nlmcodec.compress(data, model=self.model, adapt=MODES[mode])
+        comp = frame if frame is not None else self.nlmcodec.compress(data, model=self.model, adapt=MODES[mode])
         if verify:
             try:
                 back = self.nlmcodec.decompress(comp, model=self.model)

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import corpus_cache as cc
 import nlmcodec
 from nlmcodec import _frame
 
-CORPUS = Path("/work/shared/corpus")
 HSET = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 text_like = st.lists(st.one_of(
@@ -48,22 +48,10 @@ def test_roundtrip_word_model_blocks(tiny_model, adapt):
         assert dec.decode_block(p, len(part)) == part
 
 
-def _corpus_files():
-    files = []
-    for d in ("bench", "ood"):
-        for p in sorted((CORPUS / d).rglob("*")):
-            if p.is_file():
-                files.append(pytest.param(p, id=str(p.relative_to(CORPUS))))
-    return files
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
-@pytest.mark.parametrize("path", _corpus_files())
+@pytest.mark.parametrize("path", cc.corpus_params())
 def test_roundtrip_corpus(default_model, path, adapt):
-    data = path.read_bytes()
-    if path.suffix == ".xz":
-        data = lzma.decompress(data)
-    f = nlmcodec.compress(data, model=default_model, adapt=adapt)
-    assert len(f) <= _frame.max_compressed_size(len(data))
-    assert nlmcodec.decompress(f) == data
+    f = cc.frame(path, adapt)
+    assert len(f) <= _frame.max_compressed_size(len(cc.read(path)))
+    assert cc.round_trips(path, adapt)

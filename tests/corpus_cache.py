@@ -1,0 +1,72 @@
+"""Whole-corpus compressions with the bundled default model, computed once per test session.
+
+The slow tests (round trips, ratio targets, the ratio-regression CSV) all need the same frames; this
+module compresses each (file, mode) once and decompresses it once.  With pytest-xdist the tests of one
+file share an xdist_group, so they run in the same worker and hit the same cache.
+"""
+import functools
+import lzma
+import pathlib
+
+import nlmcodec
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def corpus_files():
+    """Every file under bench/ (Silesia .xz included, decompressed on reading) and ood/."""
+    out = []
+    for sub in ("bench", "ood"):
+        root = CORPUS / sub
+        if root.is_dir():
+            out += sorted(p for p in root.rglob("*") if p.is_file())
+    return out
+
+
+def corpus_params():
+    """pytest params of corpus_files(), grouped per file for pytest-xdist (--dist loadgroup)."""
+    import pytest
+
+    return [pytest.param(p, id=name_of(p), marks=pytest.mark.xdist_group(name_of(p))) for p in corpus_files()]
+
+
+def name_of(path):
+    p = pathlib.Path(path)
+    return p.name[:-3] if p.suffix == ".xz" else p.name
+
+
+def find(name):
+    for p in corpus_files():
+        if name_of(p) == name:
+            return p
+    raise FileNotFoundError(name)
+
+
+@functools.lru_cache(maxsize=4)
+def read(path) -> bytes:
+    data = pathlib.Path(path).read_bytes()
+    return lzma.decompress(data) if str(path).endswith(".xz") else data
+
+
+@functools.lru_cache(maxsize=None)
+def frame(path, adapt: bool) -> bytes:
+    return nlmcodec.compress(read(path), model="default", adapt=adapt)
+
+
+@functools.lru_cache(maxsize=None)
+def round_trips(path, adapt: bool) -> bool:
+    return nlmcodec.decompress(frame(path, adapt)) == read(path)
+
+
+@functools.lru_cache(maxsize=None)
+def xz9e_size(path) -> int:
+    return len(lzma.compress(read(path), preset=9 | lzma.PRESET_EXTREME))
+
+
+def has_default_model() -> bool:
+    try:
+        nlmcodec.load_model("default")
+        return True
+    except Exception:
+        return False

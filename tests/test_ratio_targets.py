@@ -1,0 +1,58 @@
+"""Ratio targets of the default model (issue 4), exact sizes against the anchors of
+benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9e, PPMd order 16 ...).
+
+* dynamic mode is smaller than PPMd on each literary file and on the sum of the fourteen English files,
+  and smaller than xz -9e on every one of the fourteen;
+* static mode is at most 0.8 x xz -9e on each literary file;
+* in either mode no file under bench/ or ood/ comes out larger than xz -9e plus 64 bytes.
+"""
+import json
+
+import pytest
+
+import corpus_cache as cc
+
+ANCHORS = json.loads((cc.REPO / "benchmarks" / "anchor_sizes.json").read_text())
+LITERARY = ["alice29.txt", "asyoulik.txt", "plrabn12.txt", "book1", "dickens"]
+ENGLISH = LITERARY + ["lcet10.txt", "book2", "paper1", "paper2", "paper3", "paper4", "paper5", "paper6", "news"]
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not cc.has_default_model(), reason="no bundled default model")]
+
+
+def size(name, adapt):
+    return len(cc.frame(cc.find(name), adapt))
+
+
+def by_name(names):
+    return [pytest.param(n, marks=pytest.mark.xdist_group(n)) for n in names]
+
+
+@pytest.mark.parametrize("name", by_name(ENGLISH))
+def test_dynamic_beats_xz(name):
+    assert size(name, True) < ANCHORS[name]["xz-9e"]
+
+
+@pytest.mark.parametrize("name", by_name(LITERARY))
+def test_dynamic_beats_ppmd_on_literary(name):
+    assert size(name, True) < ANCHORS[name]["ppmd-o16"]
+
+
+@pytest.mark.xdist_group("dickens")
+def test_dynamic_beats_ppmd_on_english_sum():
+    ours = sum(size(n, True) for n in ENGLISH)
+    ppmd = sum(ANCHORS[n]["ppmd-o16"] for n in ENGLISH)
+    assert ours < ppmd, f"{ours} >= {ppmd}"
+
+
+@pytest.mark.parametrize("name", by_name(LITERARY))
+def test_static_at_most_080_xz_on_literary(name):
+    assert size(name, False) <= 0.8 * ANCHORS[name]["xz-9e"]
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("path", cc.corpus_params())
+def test_never_worse_than_xz_plus_64(path, adapt):
+    name = cc.name_of(path)
+    xz = ANCHORS[name]["xz-9e"] if name in ANCHORS else cc.xz9e_size(path)
+    assert len(cc.frame(path, adapt)) <= xz + 64
