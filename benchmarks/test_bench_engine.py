@@ -40,7 +40,7 @@ from nlmcodec._model import Model
 V, D, H, C, SEG = 16384, 128, 256, 128, 20
 LR, DECAY, EPS = 1e-3, 2e-3, 1e-5
 N_TOKENS_C = int(os.environ.get("NLM_ENGINE_TOKENS", 100000))        # C runs: whole text
-N_TOKENS_NP = {"static": 4000, "dynamic": 2000}                      # numpy runs: a prefix
+N_TOKENS_NP = {"static": 8000, "dynamic": 3000}                      # numpy runs: a prefix
 TARGET = {"static": 40000, "dynamic": 10000}                         # tokens/s (C engine)
 ROUNDS, WARMUP = 3, 1
 HERE = os.path.dirname(os.path.abspath(__file__))
