@@ -13,6 +13,7 @@
 #include "kern.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #if !defined(NLM_NO_SIMD) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
 #define KERN_X86 1
@@ -335,6 +336,51 @@ __attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const f
     decay_toward_scalar(th + i, th0 + i, q, n - i);
 }
 
+static int kern_has_f16c(void) {
+    static int v = -1;
+    if (v < 0) v = __builtin_cpu_supports("f16c") ? 1 : 0;
+    return v;
+}
+
+/* matvec_avx2 with the weights read as binary16 (F16C conversion is exact): the same bits. */
+__attribute__((target("avx2,f16c"))) static void matvec_h_f16c(float* y, const uint16_t* W, const float* x,
+                                                               int rows, int cols) {
+    int r = 0;
+#define LDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
+    for (; r + 4 <= rows; r += 4) {
+        const uint16_t* w0 = W + (size_t)r * cols;
+        const uint16_t* w1 = w0 + cols;
+        const uint16_t* w2 = w1 + cols;
+        const uint16_t* w3 = w2 + cols;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            __m256 xl = _mm256_loadu_ps(x + i), xh = _mm256_loadu_ps(x + i + 8);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LDH(w0 + i), xl));
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LDH(w0 + i + 8), xh));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(LDH(w1 + i), xl));
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(LDH(w1 + i + 8), xh));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(LDH(w2 + i), xl));
+            b2 = _mm256_add_ps(b2, _mm256_mul_ps(LDH(w2 + i + 8), xh));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(LDH(w3 + i), xl));
+            b3 = _mm256_add_ps(b3, _mm256_mul_ps(LDH(w3 + i + 8), xh));
+        }
+        y[r] = avx_reduce16(a0, b0);
+        y[r + 1] = avx_reduce16(a1, b1);
+        y[r + 2] = avx_reduce16(a2, b2);
+        y[r + 3] = avx_reduce16(a3, b3);
+    }
+    for (; r < rows; r++) {
+        const uint16_t* w0 = W + (size_t)r * cols;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
+        for (int i = 0; i < cols; i += 16) {
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LDH(w0 + i), _mm256_loadu_ps(x + i)));
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LDH(w0 + i + 8), _mm256_loadu_ps(x + i + 8)));
+        }
+        y[r] = avx_reduce16(a0, b0);
+    }
+#undef LDH
+}
+
 #define KERN_LEVEL() kern_simd_level()
 #else /* !KERN_X86 */
 int kern_simd_level(void) { return 0; }
@@ -357,6 +403,63 @@ void kern_matvec(float* y, const float* W, const float* x, int rows, int cols) {
     }
 #endif
     matvec_scalar(y, W, x, rows, cols);
+}
+
+float kern_half_to_float(uint16_t h) {
+    uint32_t sgn = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, mt = h & 0x3FFu, bits;
+    if (e == 0) {
+        if (mt == 0) {
+            bits = sgn;
+        } else { /* subnormal: normalise */
+            uint32_t ex = 113; /* 127 - 15 + 1 */
+            while (!(mt & 0x400u)) mt <<= 1, ex--;
+            bits = sgn | (ex << 23) | ((mt & 0x3FFu) << 13);
+        }
+    } else if (e == 31) {
+        bits = sgn | 0x7F800000u | (mt << 13);
+    } else {
+        bits = sgn | ((e + 112u) << 23) | (mt << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+int kern_float_to_half_exact(float f, uint16_t* h) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    uint16_t sgn = (uint16_t)((bits >> 16) & 0x8000u);
+    int e = (int)((bits >> 23) & 0xFFu) - 127;
+    uint32_t mt = bits & 0x7FFFFFu;
+    if ((bits & 0x7FFFFFFFu) == 0) { *h = sgn; return 1; }
+    if (e == 128) return 0; /* inf / NaN */
+    if (e >= -14 && e <= 15) {
+        if (mt & 0x1FFFu) return 0;
+        *h = (uint16_t)(sgn | (uint32_t)(e + 15) << 10 | (mt >> 13));
+    } else if (e >= -24 && e < -14) {
+        uint32_t full = 0x800000u | mt;
+        int sh = -(e + 1); /* value = full * 2^(e-23) = k * 2^-24  ->  k = full >> (-(e+1)) */
+        if (full & ((1u << sh) - 1u)) return 0;
+        *h = (uint16_t)(sgn | (full >> sh));
+    } else {
+        return 0;
+    }
+    return kern_half_to_float(*h) == f;
+}
+
+void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2 && kern_has_f16c()) {
+        matvec_h_f16c(y, W16, x, rows, cols);
+        return;
+    }
+#endif
+    float row[4096]; /* cols <= 4096 (config limit) */
+    for (int r = 0; r < rows; r++) {
+        const uint16_t* w = W16 + (size_t)r * cols;
+        for (int i = 0; i < cols; i++) row[i] = kern_half_to_float(w[i]);
+        kern_matvec(y + r, row, x, 1, cols);
+    }
 }
 
 void kern_axpy(float* y, float a, const float* x, int n) {

@@ -13,6 +13,8 @@
 #ifndef NLM_KERN_H
 #define NLM_KERN_H
 
+#include <stdint.h> /* uint16_t: binary16 weights */
+
 /* Dot product of a[n] and b[n], n a multiple of 16, in the 16-lane canonical order:
  * acc[j] = 0; for i = 0, 16, ...: acc[j] = acc[j] + a[i+j]*b[i+j]; then acc[j] += acc[j+8] (j<8),
  * acc[j] += acc[j+4] (j<4), acc[j] += acc[j+2] (j<2), acc[0] += acc[1]; result acc[0]. */
@@ -24,6 +26,14 @@ void kern_matvec(float* y, const float* W, const float* x, int rows, int cols);
 
 /* y[n] = y[n] + a*x[n] elementwise (product rounded, then added).  Any n >= 0. */
 void kern_axpy(float* y, float a, const float* x, int n);
+
+/* y[r] = kern_dot(W16 row r as float, x): the same canonical order as kern_matvec on a matrix stored as
+ * IEEE binary16 (W16: rows x cols).  binary16 -> float32 is exact, so this equals kern_matvec on the
+ * converted matrix bit for bit; it only halves the bytes read (static mode, float16-exact weights). */
+void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols);
+/* Exact conversions.  kern_float_to_half_exact returns 0 when f is not a binary16 value (or is inf/NaN). */
+float kern_half_to_float(uint16_t h);
+int kern_float_to_half_exact(float f, uint16_t* h);
 
 /* y[cols] += W[rows][cols]^T · d[rows], accumulated one row at a time in ascending r:
  * for r = 0..rows-1: y[k] = y[k] + W[r][k]*d[r].  Vectorised across k (elementwise, so exact at any

@@ -46,6 +46,7 @@ struct Elman {
     float lim; /* lr * ELM_CLIP: the largest change of one parameter per update */
     size_t np, off[ELM_NTENSORS + 1];
     float* p;  /* (np) working parameters */
+    uint16_t* wo16; /* (V*H) Wo as binary16, static mode only and only when every Wo value is a binary16 */
     float* p0; /* (np) trained parameters (adaptive only) */
     float step[ELM_NTENSORS];
     int32_t* cs;  /* (C+1) class_start */
@@ -137,7 +138,7 @@ void elman_free(Elman* m) {
                   m->tmp, m->segi, m->segf, m->gd, m->gE,  m->gWo, m->gbo, m->gBc, m->gBg,  m->stE,   m->stO,
                   m->stB, m->slE, m->slO, m->slB, m->lsE, m->lsO, m->lsB, m->dh,  m->dhn,  m->dx,
                   m->zt,  m->bzc, m->bzw, m->bzk, m->bzg, m->bda, m->bx, (void*)m->pd, (void*)m->px, m->stC,
-                  m->last, m->q,  m->s_p, m->s_h, m->s_segf, m->s_last, m->s_segi};
+                  m->last, m->q,  m->s_p, m->s_h, m->s_segf, m->s_last, m->s_segi, m->wo16};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
     free(m);
 }
@@ -225,6 +226,16 @@ Elman* elman_new(const NlmConfig* cfg, const float* params, const float* ms, con
         goto fail;
     }
     memcpy(m->p, params, m->np * 4);
+    if (!m->adapt) { /* models are stored as float16: keep a binary16 copy of Wo if it is exact */
+        size_t nw = (size_t)m->V * (size_t)m->H;
+        const float* wo = m->p + m->off[ELM_WO];
+        m->wo16 = (uint16_t*)malloc(nw * 2);
+        for (size_t i = 0; m->wo16 && i < nw; i++)
+            if (!kern_float_to_half_exact(wo[i], &m->wo16[i])) {
+                free(m->wo16);
+                m->wo16 = NULL;
+            }
+    }
     memcpy(m->cs, class_start, (C + 1) * 4);
     for (int c = 0; c < m->C; c++)
         for (int w = class_start[c]; w < class_start[c + 1]; w++) m->cls[w] = c;
@@ -341,7 +352,10 @@ static void class_logits(Elman* m) {
 static void word_logits(Elman* m, int c) {
     if (m->zw_c == c) return;
     int a = m->cs[c], n = m->cs[c + 1] - a;
-    kern_matvec(m->zw, m->p + m->off[ELM_WO] + (size_t)a * m->H, m->h, n, m->H);
+    if (m->wo16) /* static, binary16-exact weights: same values, half the bytes read */
+        kern_matvec_h(m->zw, m->wo16 + (size_t)a * m->H, m->h, n, m->H);
+    else
+        kern_matvec(m->zw, m->p + m->off[ELM_WO] + (size_t)a * m->H, m->h, n, m->H);
     add_bias(m->zw, m->p + m->off[ELM_BO] + a, n);
     m->zw_c = c;
 }

@@ -146,7 +146,7 @@ def _lzma_decompress(payload, size: int, index: int) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- encoder
 # Encoder speed heuristic (does not change the format): see FrameEncoder._probe_says_model.
-PROBE_SIZE = 64 * 1024
+PROBE_SIZE = 32 * 1024
 PROBE_RATIO = 1.25
 
 
@@ -241,7 +241,7 @@ class FrameEncoder:
         PROBE_SIZE bytes with the word model (then roll the state back) and skip the model for the whole
         block when the probe is over PROBE_RATIO times the size lzma preset 1 gets on the same bytes.
         XML, logs, source code and non-English text are then not coded twice at word-model speed."""
-        if len(block) < 4 * PROBE_SIZE:
+        if len(block) < 8 * PROBE_SIZE:
             return True
         k = block.rfind(b"\n", 0, PROBE_SIZE) + 1 or PROBE_SIZE
         probe = block[:k]

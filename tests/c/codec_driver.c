@@ -11,6 +11,9 @@
 
 #include "nlm.h"
 
+float kern_half_to_float(uint16_t h);                /* csrc/kernels/kern.h */
+int kern_float_to_half_exact(float f, uint16_t* h);
+
 static uint64_t rng_state;
 static uint64_t rng_next(void) { /* splitmix64 */
     uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
@@ -29,7 +32,17 @@ int main(int argc, char** argv) {
     NlmConfig cfg = {.V = 300, .D = 32, .H = 48, .C = 17, .seg_len = 7, .lr = 0.01f, .decay = 0.001f, .eps = 1e-5f};
     size_t np = nlm_param_count(&cfg);
     float* params = malloc(sizeof(float) * np);
-    for (size_t i = 0; i < np; i++) params[i] = (rng_uniform() - 0.5f) * 0.6f;
+    /* k/1024 with |k| <= 307 is a binary16 value, as in a float16-stored model: the static mode then reads
+     * Wo through the binary16 path (kern_matvec_h), which must give the bits of the float path */
+    for (size_t i = 0; i < np; i++) params[i] = (float)((int)(rng_next() % 615) - 307) / 1024.0f;
+    for (uint32_t h = 0; h < 65536; h++) { /* exact binary16 <-> float32 round trip (NaNs excluded) */
+        float f = kern_half_to_float((uint16_t)h);
+        uint16_t back;
+        if (f == f && (((h >> 10) & 31) != 31) && (!kern_float_to_half_exact(f, &back) || back != h)) {
+            fprintf(stderr, "half round trip failed at %04x\n", h);
+            return 5;
+        }
+    }
     float ms[14];
     for (int i = 0; i < 14; i++) ms[i] = 0.01f + 0.01f * (float)i;
     /* vocabulary: <unk>, <end>, then the 26 letters, "the", "and", digits, punctuation and pseudo-words */
