@@ -43,21 +43,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
-def _load_bench():
-    """nlmcodec/_bench.py loaded by path: it needs nothing from the package, so the baselines are
-    measured (and their memory counted) without importing nlmcodec, numpy or the extension."""
-    path = os.path.join(REPO, "python", "nlmcodec", "_bench.py")
-    if not os.path.isfile(path):  # an installed nlmcodec without the source tree
-        from nlmcodec import _bench
-        return _bench
-    spec = importlib.util.spec_from_file_location("nlmcodec_bench_standalone", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _benchlib import load_bench  # noqa: E402
 
-
-B = _load_bench()
+B = load_bench()
 
 CSV_FIELDS = [
     "file", "codec", "options", "version", "bytes_in", "bytes_out", "ratio", "bpb",

@@ -171,40 +171,46 @@ __attribute__((target("avx2"))) static inline float avx_reduce16(__m256 A, __m25
     return _mm_cvtss_f32(t);
 }
 
+/* The AVX2 matvec: 4 rows at a time, lanes 0-7 in A and 8-15 in B (the canonical 16 lanes), reduced by
+ * avx_reduce16.  One body for float rows and binary16 rows (LOAD converts 8 weights to __m256; the F16C
+ * conversion is exact, so both give the bits of the scalar code on the same values). */
+#define MATVEC_AVX2_BODY(WT, LOAD)                                                                   \
+    int r = 0;                                                                                       \
+    for (; r + 4 <= rows; r += 4) {                                                                  \
+        const WT* w0 = W + (size_t)r * cols;                                                         \
+        const WT* w1 = w0 + cols;                                                                    \
+        const WT* w2 = w1 + cols;                                                                    \
+        const WT* w3 = w2 + cols;                                                                    \
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0; \
+        for (int i = 0; i < cols; i += 16) {                                                         \
+            __m256 xl = _mm256_loadu_ps(x + i), xh = _mm256_loadu_ps(x + i + 8);                     \
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LOAD(w0 + i), xl));                                 \
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LOAD(w0 + i + 8), xh));                             \
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(LOAD(w1 + i), xl));                                 \
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(LOAD(w1 + i + 8), xh));                             \
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(LOAD(w2 + i), xl));                                 \
+            b2 = _mm256_add_ps(b2, _mm256_mul_ps(LOAD(w2 + i + 8), xh));                             \
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(LOAD(w3 + i), xl));                                 \
+            b3 = _mm256_add_ps(b3, _mm256_mul_ps(LOAD(w3 + i + 8), xh));                             \
+        }                                                                                            \
+        y[r] = avx_reduce16(a0, b0);                                                                 \
+        y[r + 1] = avx_reduce16(a1, b1);                                                             \
+        y[r + 2] = avx_reduce16(a2, b2);                                                             \
+        y[r + 3] = avx_reduce16(a3, b3);                                                             \
+    }                                                                                                \
+    for (; r < rows; r++) {                                                                          \
+        const WT* w0 = W + (size_t)r * cols;                                                         \
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0;                                                    \
+        for (int i = 0; i < cols; i += 16) {                                                         \
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LOAD(w0 + i), _mm256_loadu_ps(x + i)));             \
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LOAD(w0 + i + 8), _mm256_loadu_ps(x + i + 8)));     \
+        }                                                                                            \
+        y[r] = avx_reduce16(a0, b0);                                                                 \
+    }
+
 __attribute__((target("avx2"))) static void matvec_avx2(float* y, const float* W, const float* x, int rows,
                                                         int cols) {
-    int r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        const float* w0 = W + (size_t)r * cols;
-        const float* w1 = w0 + cols;
-        const float* w2 = w1 + cols;
-        const float* w3 = w2 + cols;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
-        for (int i = 0; i < cols; i += 16) {
-            __m256 xl = _mm256_loadu_ps(x + i), xh = _mm256_loadu_ps(x + i + 8);
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i), xl));
-            b0 = _mm256_add_ps(b0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i + 8), xh));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(w1 + i), xl));
-            b1 = _mm256_add_ps(b1, _mm256_mul_ps(_mm256_loadu_ps(w1 + i + 8), xh));
-            a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(w2 + i), xl));
-            b2 = _mm256_add_ps(b2, _mm256_mul_ps(_mm256_loadu_ps(w2 + i + 8), xh));
-            a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(w3 + i), xl));
-            b3 = _mm256_add_ps(b3, _mm256_mul_ps(_mm256_loadu_ps(w3 + i + 8), xh));
-        }
-        y[r] = avx_reduce16(a0, b0);
-        y[r + 1] = avx_reduce16(a1, b1);
-        y[r + 2] = avx_reduce16(a2, b2);
-        y[r + 3] = avx_reduce16(a3, b3);
-    }
-    for (; r < rows; r++) {
-        const float* w0 = W + (size_t)r * cols;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
-        for (int i = 0; i < cols; i += 16) {
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i), _mm256_loadu_ps(x + i)));
-            b0 = _mm256_add_ps(b0, _mm256_mul_ps(_mm256_loadu_ps(w0 + i + 8), _mm256_loadu_ps(x + i + 8)));
-        }
-        y[r] = avx_reduce16(a0, b0);
-    }
+    MATVEC_AVX2_BODY(float, _mm256_loadu_ps)
 }
 
 __attribute__((target("avx2"))) static void axpy_avx2(float* y, float a, const float* x, int n) {
@@ -342,43 +348,10 @@ static int kern_has_f16c(void) {
     return v;
 }
 
-/* matvec_avx2 with the weights read as binary16 (F16C conversion is exact): the same bits. */
+#define LOAD_HALF8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
 __attribute__((target("avx2,f16c"))) static void matvec_h_f16c(float* y, const uint16_t* W, const float* x,
                                                                int rows, int cols) {
-    int r = 0;
-#define LDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
-    for (; r + 4 <= rows; r += 4) {
-        const uint16_t* w0 = W + (size_t)r * cols;
-        const uint16_t* w1 = w0 + cols;
-        const uint16_t* w2 = w1 + cols;
-        const uint16_t* w3 = w2 + cols;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
-        for (int i = 0; i < cols; i += 16) {
-            __m256 xl = _mm256_loadu_ps(x + i), xh = _mm256_loadu_ps(x + i + 8);
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LDH(w0 + i), xl));
-            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LDH(w0 + i + 8), xh));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(LDH(w1 + i), xl));
-            b1 = _mm256_add_ps(b1, _mm256_mul_ps(LDH(w1 + i + 8), xh));
-            a2 = _mm256_add_ps(a2, _mm256_mul_ps(LDH(w2 + i), xl));
-            b2 = _mm256_add_ps(b2, _mm256_mul_ps(LDH(w2 + i + 8), xh));
-            a3 = _mm256_add_ps(a3, _mm256_mul_ps(LDH(w3 + i), xl));
-            b3 = _mm256_add_ps(b3, _mm256_mul_ps(LDH(w3 + i + 8), xh));
-        }
-        y[r] = avx_reduce16(a0, b0);
-        y[r + 1] = avx_reduce16(a1, b1);
-        y[r + 2] = avx_reduce16(a2, b2);
-        y[r + 3] = avx_reduce16(a3, b3);
-    }
-    for (; r < rows; r++) {
-        const uint16_t* w0 = W + (size_t)r * cols;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
-        for (int i = 0; i < cols; i += 16) {
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(LDH(w0 + i), _mm256_loadu_ps(x + i)));
-            b0 = _mm256_add_ps(b0, _mm256_mul_ps(LDH(w0 + i + 8), _mm256_loadu_ps(x + i + 8)));
-        }
-        y[r] = avx_reduce16(a0, b0);
-    }
-#undef LDH
+    MATVEC_AVX2_BODY(uint16_t, LOAD_HALF8)
 }
 
 #define KERN_LEVEL() kern_simd_level()
