@@ -71,10 +71,11 @@ def _build(seed=0):
     rng = np.random.default_rng(seed)
     vocab = [b"", b""] + _pseudo_words(V - 2, rng)
     cs = np.arange(0, V + 1, V // C, dtype=np.int32)
-    params = ref.init_params(V, D, H, C, rng, dtype=np.float32)
+    # stored as float16, like the shipped models (the static engine then reads Wo as binary16)
+    params = ref.init_params(V, D, H, C, rng, dtype=np.float32).astype(np.float16).astype(np.float32)
     model = Model({"V": V, "D": D, "H": H, "C": C, "seg_len": SEG, "lr": LR, "decay": DECAY, "eps": EPS},
                   params, np.full(14, 0.05, np.float32), vocab, cs, b"", name="bench-engine",
-                  param_dtype="float32")
+                  param_dtype="float16")
     # Zipf(1.1) over ranks 0..V-3 -> ids 2..V-1 (inverse CDF, as benchmarks/kernels/bench_elman.c)
     n = N_TOKENS_C - 1                                   # + the END token
     cdf = np.cumsum(1.0 / np.arange(1, V - 1, dtype=np.float64) ** 1.1)
