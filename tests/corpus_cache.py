@@ -10,8 +10,20 @@ import pathlib
 
 import nlmcodec
 
+import os
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def _corpus_root():
+    """$NLMCODEC_CORPUS, else ../shared/corpus beside the checkout, else /work/shared/corpus."""
+    for c in (os.environ.get("NLMCODEC_CORPUS"), REPO.parent / "shared" / "corpus", "/work/shared/corpus"):
+        if c and (pathlib.Path(c) / "bench").is_dir():
+            return pathlib.Path(c)
+    return REPO.parent / "shared" / "corpus"
+
+
+CORPUS = _corpus_root()
 
 
 def corpus_files():

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from nlmcodec._core import KIND_END, KIND_NUMBER, KIND_SYMBOL, KIND_WORD, lex_tokens, unlex
 
-CORPUS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from corpus_cache import CORPUS
 BENCH_FILES = sorted(p for p in (CORPUS / "bench").rglob("*") if p.is_file()) + sorted(
     p for p in (CORPUS / "ood").rglob("*") if p.is_file())
 

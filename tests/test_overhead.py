@@ -13,7 +13,9 @@ import pytest
 import nlmcodec
 from nlmcodec._core import Codec
 
-DEV = pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev" / "dev-00.jsonl.xz"
+from corpus_cache import CORPUS
+
+DEV = CORPUS / "dev" / "dev-00.jsonl.xz"
 
 
 @pytest.fixture(scope="module")

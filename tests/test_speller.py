@@ -17,7 +17,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
-CORPUS = os.environ.get("NLM_CORPUS", "/work/shared/corpus")
+from corpus_cache import CORPUS as _CORPUS
+
+CORPUS = str(_CORPUS)
 FLAGS = ["-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-Wall", "-Wno-unused-function"]
 SOURCES = [os.path.join(CSRC, "speller", "speller.c"), os.path.join(CSRC, "coder", "rc.c")]
 WORD = re.compile(rb"[A-Za-z]+")

@@ -12,9 +12,7 @@ import pytest
 from nlmcodec import train
 from nlmcodec._model import Model
 
-CORPUS = Path("/work/shared/corpus")
-if not CORPUS.exists():
-    CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from corpus_cache import CORPUS
 TRAIN08 = CORPUS / "train" / "train-08.jsonl.xz"
 DEV = CORPUS / "dev" / "dev-00.jsonl.xz"
 
