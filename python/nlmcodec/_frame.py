@@ -182,7 +182,7 @@ class FrameEncoder:
         self._check = check
         self._pending = bytearray()
         self._blocks = []            # (type, size, payload)
-        self._raw = []               # the input blocks, kept while no block uses the word model
+        self._raw = []               # the input blocks (for the whole-input lzma alternative in finish)
         self._size = 0
         self._crc = 0
         self._used_model = False
@@ -231,9 +231,7 @@ class FrameEncoder:
             codec.restore()          # the decoder never runs the model on this block
         if best[1] == BLOCK_MODEL:
             self._used_model = True
-            self._raw = None
-        elif self._raw is not None:
-            self._raw.append(block)
+        self._raw.append(block)
         self._blocks.append((best[1], n, best[2]))
 
     def _probe_says_model(self, block: bytes) -> bool:
@@ -263,12 +261,16 @@ class FrameEncoder:
             self._pending = bytearray()
         self._done = True
         blocks = self._blocks
-        if not self._used_model and len(blocks) > 1:
+        # Several blocks, and not all of them word-model blocks: lzma over the whole input keeps the
+        # context across block boundaries, so it can beat the per-block choice.  Keep the smaller frame
+        # (then without a model id: the decoder runs no model at all).
+        if len(blocks) > 1 and any(t != BLOCK_MODEL for t, _, _ in blocks):
             whole = b"".join(self._raw)
             lz = _lzma_compress(whole, 9 | lzma.PRESET_EXTREME)
-            cur = sum(len(p) + 7 for _, _, p in blocks)
+            cur = sum(len(p) + 7 for _, _, p in blocks) + (MODEL_ID_SIZE if self._used_model else 0)
             if len(lz) < len(whole) and len(lz) + 7 < cur:
                 blocks = [(BLOCK_LZMA, len(whole), lz)]
+                self._used_model = False
         self._raw = None
         flags = (FLAG_ADAPT if self._adapt else 0) | (self._check << FLAG_CHECK_SHIFT)
         hdr = bytearray(MAGIC)
