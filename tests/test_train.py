@@ -68,6 +68,11 @@ def test_same_command_same_model(texts, tmp_path, monkeypatch):
     assert len(m.speller_prime) > 0 and b"\n" in m.speller_prime
     assert m.metadata["dev"]["nats_per_token"] < 10
     assert "elapsed" not in json.dumps(m.metadata)
+    # --dev also tunes dynamic evaluation on dev and stores the chosen setting (grid in the metadata)
+    grid = m.metadata["dynamic_tuning"]["grid"]
+    best = min(grid)
+    assert len(grid) == 18 and best[1] == c["seg_len"]
+    assert np.float32(best[2]) == np.float32(c["lr"]) and np.float32(best[3]) == np.float32(c["decay"])
 
 
 def test_resume_continues(texts, tmp_path):

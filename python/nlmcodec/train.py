@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from . import reference as R
-from ._corpus import END_KEY, TokenTable, check_path_allowed, lexer_name
+from ._corpus import END_KEY, TokenTable, check_path_allowed, iter_documents, lexer_name
 from ._model import Model
 
 ALPHA = 0.25
@@ -555,6 +555,10 @@ def build_parser():
     ap.add_argument("--max-train-tokens", type=int, default=0, help="use only the first N training tokens")
     ap.add_argument("--max-steps-for-test", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--name", default="")
+    ap.add_argument("--tune-dynamic", dest="tune_dynamic", action="store_true", default=True,
+                    help="after training, tune the dynamic-evaluation settings on the dev text (default with --dev)")
+    ap.add_argument("--no-tune-dynamic", dest="tune_dynamic", action="store_false")
+    ap.add_argument("--tune-bytes", type=int, default=100_000, help="dev bytes used for the tuning")
     ap.add_argument("--quiet", action="store_true")
     return ap
 
@@ -572,8 +576,34 @@ def main(argv=None) -> int:
     args.command_line = " ".join(["nlmcodec", "--train"] + [a for a in argv])
     if not args.name:
         args.name = Path(args.output).stem
-    train(args)
+    model = train(args)
+    if model is not None and args.output and args.dev and args.tune_dynamic:
+        tune_and_store(model, expand_inputs(args.dev), args.output, args.tune_bytes,
+                       log=(lambda *a: None) if args.quiet else print)
     return 0
+
+
+def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
+    """Tune seg_len, lr and decay of dynamic evaluation on the first nbytes of the dev documents (by the
+    word model's coded size) and rewrite the model file with the best setting."""
+    from ._core import Codec
+
+    text = bytearray()
+    for doc in iter_documents(dev_paths):
+        text += doc
+        if len(text) >= nbytes:
+            break
+    text = bytes(text[:nbytes])
+    best, results = tune_dynamic(model, text, lrs=(5e-4, 1e-3, 2e-3), decays=(0.0, 1e-4, 1e-3), seg_lens=(10, 20),
+                                 compress=lambda d, m: Codec(m, True).encode_block(d), log=log)
+    meta = dict(best.metadata)
+    meta["dynamic_tuning"] = {"dev_bytes": len(text), "grid": [list(r) for r in results]}
+    best = Model(best.config, best.params, best.ms, best.vocab, best.class_start, best.speller_prime, meta,
+                 best.name, best.param_dtype)
+    best.save(output)
+    log(f"dynamic evaluation: seg_len {best.config['seg_len']} lr {best.config['lr']:g} "
+        f"decay {best.config['decay']:g} -> {output}")
+    return best
 
 
 if __name__ == "__main__":
