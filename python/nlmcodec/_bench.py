@@ -48,7 +48,8 @@ SUBDIRS = ["canterbury", "calgary", "artificial", "silesia"]
 
 
 def corpus_dir() -> Optional[str]:
-    """The shared corpus folder: $NLMCODEC_CORPUS, else ../shared/corpus beside the checkout."""
+    """The shared corpus folder: $NLMCODEC_CORPUS, else ../shared/corpus beside the checkout, else
+    /work/shared/corpus."""
     env = os.environ.get("NLMCODEC_CORPUS")
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [env] if env else []
@@ -56,6 +57,7 @@ def corpus_dir() -> Optional[str]:
         os.path.join(here, "..", "..", "..", "shared", "corpus"),  # <repo>/python/nlmcodec -> ../shared
         os.path.join(os.getcwd(), "..", "shared", "corpus"),
         os.path.join(os.getcwd(), "shared", "corpus"),
+        "/work/shared/corpus",  # the shared corpus of this workplace, for checkouts elsewhere (CI clones)
     ]
     for c in candidates:
         if c and os.path.isdir(os.path.join(c, "bench")):
