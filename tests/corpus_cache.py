@@ -55,6 +55,22 @@ def find(name):
     raise FileNotFoundError(name)
 
 
+def head_text(path, limit, sep="\n", cut=False) -> bytes:
+    """The first documents of a .jsonl.xz shard joined by sep, until limit characters (cut: exactly)."""
+    import json
+
+    out, n = [], 0
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            t = json.loads(line)["text"]
+            out.append(t)
+            n += len(t)
+            if n >= limit:
+                break
+    text = sep.join(out)
+    return (text[:limit] if cut else text).encode("utf-8")
+
+
 @functools.lru_cache(maxsize=4)
 def read(path) -> bytes:
     data = pathlib.Path(path).read_bytes()

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
-from corpus_cache import CORPUS as _CORPUS
+from corpus_cache import CORPUS as _CORPUS, head_text
 
 CORPUS = str(_CORPUS)
 FLAGS = ["-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-Wall", "-Wno-unused-function"]
@@ -26,15 +26,7 @@ WORD = re.compile(rb"[A-Za-z]+")
 
 
 def read_text(path, limit):
-    out, n = [], 0
-    with lzma.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            t = json.loads(line)["text"]
-            out.append(t)
-            n += len(t)
-            if n >= limit:
-                break
-    return "\n".join(out).encode("utf-8")
+    return head_text(path, limit)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from nlmcodec import train
 from nlmcodec._model import Model
 
-from corpus_cache import CORPUS
+from corpus_cache import CORPUS, head_text
 TRAIN08 = CORPUS / "train" / "train-08.jsonl.xz"
 DEV = CORPUS / "dev" / "dev-00.jsonl.xz"
 
@@ -20,15 +20,7 @@ pytestmark = pytest.mark.skipif(not TRAIN08.exists(), reason="shared corpus not 
 
 
 def _head_text(path, nbytes):
-    out, n = [], 0
-    with lzma.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            t = json.loads(line)["text"]
-            out.append(t)
-            n += len(t)
-            if n >= nbytes:
-                break
-    return "\n\n".join(out)[:nbytes].encode("utf-8")
+    return head_text(path, nbytes, sep="\n\n", cut=True)
 
 
 @pytest.fixture(scope="module")
