@@ -12,23 +12,8 @@
 #include "coder/quant.h"
 #include "coder/rc.h"
 
-#define CHECK(c, ...)                                              \
-    do {                                                           \
-        if (!(c)) {                                                \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);    \
-            printf(__VA_ARGS__);                                   \
-            printf("\n");                                          \
-            exit(1);                                               \
-        }                                                          \
-    } while (0)
-
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rs ^= rs >> 12;
-    rs ^= rs << 25;
-    rs ^= rs >> 27;
-    return rs * 0x2545F4914F6CDD1Dull;
-}
+#define RND_SEED 0x9E3779B97F4A7C15ull
+#include "check.h" /* CHECK, rnd */
 static double rndu(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 static uint64_t fnv(uint64_t h, const void* p, size_t n) {

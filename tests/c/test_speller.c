@@ -13,23 +13,8 @@
 
 #include "speller/speller.h"
 
-#define CHECK(c, ...)                                           \
-    do {                                                        \
-        if (!(c)) {                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-            exit(1);                                            \
-        }                                                       \
-    } while (0)
-
-static uint64_t rs = 0x1234567887654321ull;
-static uint64_t rnd(void) {
-    rs ^= rs >> 12;
-    rs ^= rs << 25;
-    rs ^= rs >> 27;
-    return rs * 0x2545F4914F6CDD1Dull;
-}
+#define RND_SEED 0x1234567887654321ull
+#include "check.h" /* CHECK, rnd */
 
 static uint8_t* read_file(const char* path, size_t* n) {
     FILE* f = fopen(path, "rb");
