@@ -7,8 +7,6 @@
 
 Only train and dev are read (never bench or ood)."""
 import collections
-import json
-import lzma
 import os
 import re
 import subprocess
