@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from . import reference as R
-from ._corpus import END_KEY, TokenTable, check_path_allowed, iter_documents, lexer_name
+from ._corpus import END_KEY, TokenTable, iter_documents, lexer_name
 from ._model import Model
 
 ALPHA = 0.25
@@ -71,7 +71,7 @@ def build_vocab(table: TokenTable, V: int):
     keyorder = sorted(cand.tolist(), key=lambda i: (-int(counts[i]), table.keys[i]))
     chosen = keyorder[: V - 2]
     if len(chosen) < V - 2:
-        raise ValueError(f"the training corpus has only {len(chosen) + 2} vocabulary keys, fewer than V={V}")
+        raise ValueError(f"the training corpus has only {len(chosen) + 2} vocabulary keys, fewer than --vocab {V}")
     kmap = np.zeros(len(table.keys), dtype=np.int32)
     for j, i in enumerate(chosen):
         kmap[i] = j + 2
@@ -203,8 +203,6 @@ def expand_inputs(paths):
             out += sorted(glob.glob(os.path.join(p, "*.jsonl.xz")) + glob.glob(os.path.join(p, "*.txt")))
         else:
             out.append(p)
-    for p in out:
-        check_path_allowed(p)
     return out
 
 
@@ -281,10 +279,10 @@ def train(args) -> Model:
     n_keys = 2 + sum(1 for k in set(table.keys[i] for i in np.unique(table.kidx))
                      if k != END_KEY and k and len(k) <= 32 and not _has_upper(k))
     if V > n_keys:
-        log(f"warning: the corpus has only {n_keys - 2} distinct vocabulary keys; V reduced from {V} to {n_keys}")
+        log(f"warning: the corpus has only {n_keys - 2} distinct vocabulary keys; --vocab reduced from {V} to {n_keys}")
         V = n_keys
     if C > V:
-        log(f"warning: C reduced from {C} to V={V}")
+        log(f"warning: --classes reduced from {C} to the vocabulary size {V}")
         C = V
     vocab, kmap, idc = build_vocab(table, V)
     class_start = sqrt_classes(idc, C)
@@ -323,7 +321,7 @@ def train(args) -> Model:
     if ck and args.resume and (ck / "last.npz").exists():
         z = np.load(ck / "last.npz")
         if z["params"].shape != params.shape:
-            raise SystemExit("checkpoint does not match the configuration")
+            raise SystemExit(f"--resume: the checkpoint in {ck} does not match --vocab/--dim/--hidden/--classes")
         params, m1, m2, h = z["params"], z["m1"], z["m2"], z["h"]
         step = int(z["step"])
         if "elapsed" in z.files:
@@ -563,9 +561,10 @@ def build_parser():
     return ap
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ap = build_parser()
+def parse_args(argv, ap=None):
+    """The training options of argv (ap: the parser, default build_parser(); bad values go to ap.error)."""
+    argv = list(argv)
+    ap = ap or build_parser()
     args = ap.parse_args(argv)
     for name in ("dim", "hidden"):
         v = getattr(args, name)
@@ -576,11 +575,20 @@ def main(argv=None) -> int:
     args.command_line = " ".join(["nlmcodec", "--train"] + [a for a in argv])
     if not args.name:
         args.name = Path(args.output).stem
+    return args
+
+
+def run(args) -> int:
+    """Train with parsed options (parse_args), then tune dynamic evaluation on --dev."""
     model = train(args)
     if model is not None and args.output and args.dev and args.tune_dynamic:
         tune_and_store(model, expand_inputs(args.dev), args.output, args.tune_bytes,
                        log=(lambda *a: None) if args.quiet else print)
     return 0
+
+
+def main(argv=None) -> int:
+    return run(parse_args(sys.argv[1:] if argv is None else argv))
 
 
 def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
