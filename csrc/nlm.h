@@ -106,7 +106,9 @@ int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 
 /* Encode one block with the word model.  Returns the payload size (>= 0) and makes the payload
- * available through nlm_codec_output until the next call; negative on error. */
+ * available through nlm_codec_output until the next call; negative on error.  NLM_ERR_UNSUPPORTED (the
+ * block holds something the word model cannot code, e.g. a whitespace run over 65,535 bytes) is returned
+ * before any state is touched; any other error leaves the state undefined (the caller restores or resets). */
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);
 const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* len);
 

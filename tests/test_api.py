@@ -5,7 +5,7 @@ import lzma
 import pytest
 
 import nlmcodec
-from nlmcodec import _frame
+from nlmcodec import _encode, _frame
 from conftest import word_salad
 
 TEXT = word_salad(4000) + b"\nThe End.\n"
@@ -14,10 +14,10 @@ TEXT = word_salad(4000) + b"\nThe End.\n"
 def test_all_is_pinned():
     assert sorted(nlmcodec.__all__) == sorted([
         "CHECK_CRC32", "CHECK_NONE", "FORMAT_VERSION", "FrameInfo", "NLMCompressor", "NLMDecompressor",
-        "NLMError", "backend", "compress", "decompress", "get_frame_info", "load_model"])
+        "NLMError", "NLMFile", "backend", "compress", "decompress", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
-    assert nlmcodec.FORMAT_VERSION == 1
+    assert nlmcodec.FORMAT_VERSION == 2
     assert (nlmcodec.CHECK_NONE, nlmcodec.CHECK_CRC32) == (0, 1)
     assert nlmcodec.backend in ("cython", "cffi")
     assert isinstance(nlmcodec.__version__, str) and nlmcodec.__version__[0].isdigit()
@@ -29,13 +29,14 @@ def _sig(f):
 
 
 def test_signatures():
-    assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt=True, check=1)"
-    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None)"
+    assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt=True, check=1, threads=1)"
+    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1)"
     assert _sig(nlmcodec.get_frame_info) == "(data)"
-    assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt=True, check=1)"
-    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model"]
+    assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt=True, check=1, threads=1)"
+    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads"]
     assert list(inspect.signature(nlmcodec.NLMDecompressor.decompress).parameters)[:3] == ["self", "data", "max_length"]
-    assert nlmcodec.FrameInfo._fields == ("format_version", "adapt", "check", "model_id", "decompressed_size", "blocks")
+    assert nlmcodec.FrameInfo._fields == ("format_version", "adapt", "check", "model_id", "decompressed_size",
+                                          "blocks", "groups")
 
 
 def test_bad_arguments(tiny_model):
@@ -64,7 +65,7 @@ def test_load_model_cached(tiny_model_path):
 def test_frame_info(tiny_model, adapt):
     f = nlmcodec.compress(TEXT, model=tiny_model, adapt=adapt)
     info = nlmcodec.get_frame_info(f)
-    assert info.format_version == 1 and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
+    assert info.format_version == 2 and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
     assert info.decompressed_size == len(TEXT)
     assert sum(b.size for b in info.blocks) == len(TEXT)
     assert all(b.kind in ("stored", "lzma", "model") for b in info.blocks)
@@ -72,7 +73,8 @@ def test_frame_info(tiny_model, adapt):
     assert (info.model_id == tiny_model.model_id) if uses_model else (info.model_id is None)
     assert nlmcodec.decompress(f, model=tiny_model) == TEXT
     e = nlmcodec.get_frame_info(nlmcodec.compress(b"", model=tiny_model, check=nlmcodec.CHECK_NONE))
-    assert (e.decompressed_size, e.blocks, e.model_id, e.check) == (0, (), None, 0)
+    assert (e.decompressed_size, e.blocks, e.model_id, e.check, e.groups) == (0, (), None, 0, ())
+    assert sum(g.size for g in info.groups) == len(TEXT) and len(info.groups) == 1
 
 
 def _model_frame(model, adapt=False):
@@ -137,25 +139,25 @@ def test_block_split_independent_of_chunking():
     data = (b"line of text " * 7 + b"\n") * 40000          # 3.6 MB, several blocks
     frames = set()
     for chunk in (len(data), 1 << 20, 65537):
-        e = _frame.FrameEncoder(None, None, True, 1)
-        for x in _chunks(data, chunk):
-            e.feed(x)
-        frames.add(e.finish())
+        e = _encode.FrameEncoder(None, None, None, True, 1)
+        frames.add(b"".join(e.feed(x) for x in _chunks(data, chunk)) + e.finish())
     assert len(frames) == 1
     f = frames.pop()
     assert nlmcodec.decompress(f) == data
 
 
 def test_block_cut_points():
+    B, W = _encode.BLOCK_SIZE, _encode.CUT_WINDOW
     line = b"a" * 99 + b"\n"
-    buf = bytearray(line * 12000)
-    k = _frame.cut_point(buf)
-    assert buf[k - 1:k] == b"\n" and _frame.BLOCK_MAX - _frame.CUT_WINDOW < k <= _frame.BLOCK_MAX
-    buf = bytearray(b"x" * (2 << 20))
-    assert _frame.cut_point(buf) == _frame.BLOCK_MAX
-    buf = bytearray((b"y" * 50 + b" ") * 50000)
-    k = _frame.cut_point(buf)
-    assert buf[k - 1:k] == b" " and k > _frame.BLOCK_MAX - _frame.CUT_WINDOW
+    buf = bytearray(line * 2000)
+    k = _encode.cut_point(buf, 0, B)
+    assert buf[k - 1:k] == b"\n" and B - W < k <= B
+    k2 = _encode.cut_point(buf, k, B)
+    assert buf[k + k2 - 1:k + k2] == b"\n" and B - W < k2 <= B
+    assert _encode.cut_point(bytearray(b"x" * (2 * B)), 0, B) == B
+    buf = bytearray((b"y" * 50 + b" ") * 5000)
+    k = _encode.cut_point(buf, 0, B)
+    assert buf[k - 1:k] == b" " and k > B - W
 
 
 def test_concatenated_frames(tiny_model):
@@ -169,63 +171,52 @@ def test_concatenated_frames(tiny_model):
 
 def test_lzma_block_is_documented_raw_lzma2():
     data = b"abcabcabd" * 1000
-    e = _frame.FrameEncoder(None, None, False, 0)
-    e.feed(data)
-    f = e.finish()
+    e = _encode.FrameEncoder(None, None, None, False, 0)
+    f = e.feed(data) + e.finish()
     info = nlmcodec.get_frame_info(f)
     assert [b.kind for b in info.blocks] == ["lzma"]
-    payload = f[len(f) - info.blocks[0].compressed_size:]
+    start = _frame.HEADER_SIZE_V2 + len(_frame.block_header(_frame.BLOCK_LZMA, True, len(data),
+                                                              info.blocks[0].compressed_size))
+    payload = f[start:start + info.blocks[0].compressed_size]
     filters = [{"id": lzma.FILTER_LZMA2, "dict_size": _frame.lzma_dict_size(len(data))}]
     assert lzma.decompress(payload, format=lzma.FORMAT_RAW, filters=filters) == data
     assert _frame.lzma_dict_size(1) == 4096 and _frame.lzma_dict_size(5000) == 8192
     assert _frame.lzma_dict_size(1 << 30) == 1 << 26
 
 
-class StatefulFakeCodec:
-    """A deterministic stand-in for _core.Codec whose payload depends on all earlier encoded blocks, to test
-    that the frame layer restores the state after a fallback block and carries it across blocks."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        self.state, self.saved = 0, None
-
-    def save(self):
-        self.saved = self.state
-
-    def restore(self):
-        self.state = self.saved
-
-    def _key(self, i):
-        return (self.state * 31 + i) & 0xFF
-
-    def encode_block(self, data):
-        if data.startswith(b"!"):
-            raise nlmcodec.NLMError("encode: input not codable by the word model")
-        if data.startswith(b"?"):           # the model is bad here: payload larger than lzma and stored
-            self.state = (self.state + len(data) + 1) & 0xFFFF
-            return bytes(len(data) + 1)
-        out = bytes([data[0] ^ self._key(0), len(data) & 0xFF, (len(data) >> 8) & 0xFF, (len(data) >> 16) & 0xFF])
-        self.state = (self.state + data[0]) & 0xFFFF
-        return out
-
-    def decode_block(self, payload, size):
-        first = payload[0] ^ self._key(0)
-        self.state = (self.state + first) & 0xFFFF
-        return bytes([first]) + b"x" * (size - 1)
+def test_refused_block_leaves_the_codec_state(tiny_model):
+    """The real C codec refuses a block it cannot code (a whitespace run over 65,535 bytes) before touching
+    any state: the next block codes exactly as if the attempt had never been made, in both modes."""
+    from nlmcodec._core import Codec
+    from nlmcodec._errors import ERR_UNSUPPORTED
+    x, z = TEXT[:3000], TEXT[3000:6000]
+    y = TEXT[6000:7000] + b"\t" * 70000 + TEXT[7000:8000]       # tokens first, then the refused run
+    for adapt in (False, True):
+        a, b = Codec(tiny_model, adapt), Codec(tiny_model, adapt)
+        a.reset(), b.reset()
+        assert a.encode_block(x) == b.encode_block(x)
+        with pytest.raises(nlmcodec.NLMError) as ei:
+            a.encode_block(y)
+        assert ei.value.code == ERR_UNSUPPORTED
+        assert a.encode_block(z) == b.encode_block(z)
 
 
-def test_state_restored_after_fallback_blocks():
-    big = 1 << 20
-    blocks = [b"A" + b"x" * (big - 1), b"?" + b"q" * (big - 1),
-              b"!" + b"z" * (big - 1), b"C" + b"x" * 5000]
-    data = b"".join(blocks)
-    codec = StatefulFakeCodec()
-    e = _frame.FrameEncoder(codec, b"\x11" * 32, False, 1)
-    e.feed(data)
-    f = e.finish()
+def test_internal_errors_are_not_fallbacks(tiny_model):
+    """Only 'not codable' makes the encoder fall back; any other core error reaches the caller."""
+    from nlmcodec._errors import ERR_STATE, ERR_UNSUPPORTED, check
+    with pytest.raises(nlmcodec.NLMError) as ei:
+        check(ERR_STATE, "encode")
+    assert ei.value.code == ERR_STATE and "invalid call sequence" in str(ei.value)
+    with pytest.raises(MemoryError):
+        check(-1)
+    assert nlmcodec.NLMError("x").code is None and ERR_UNSUPPORTED == -9
+
+
+@pytest.mark.parametrize("adapt", [False, True])
+def test_fallback_between_model_blocks(tiny_model, adapt):
+    """Word-model blocks on both sides of refused blocks decode (the real codec, the real encoder)."""
+    data = TEXT[:30000] + b"\t" * 140000 + TEXT[30000:]
+    f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
     kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
-    assert kinds[0] == "model" and kinds[1] != "model" and kinds[2] != "model" and kinds[3] == "model"
-    dec = _frame.FrameDecoder(lambda mid, adapt: StatefulFakeCodec())
-    assert dec.feed(f, complete=True) == data and dec.eof
+    assert kinds[0] == "model" and "lzma" in kinds and kinds[-1] == "model"
+    assert nlmcodec.decompress(f, model=tiny_model) == data

@@ -60,8 +60,8 @@ def _edit_header(f, pos, value):
 
 def test_version_magic_flags(frames):
     f = frames["stored"]
-    with pytest.raises(nlmcodec.NLMError, match="unsupported format version 2"):
-        nlmcodec.decompress(_edit_header(f, 4, 2))
+    with pytest.raises(nlmcodec.NLMError, match="unsupported format version 3: written by a newer"):
+        nlmcodec.decompress(_edit_header(f, 4, 3))
     with pytest.raises(nlmcodec.NLMError, match="unsupported format version 0"):
         nlmcodec.get_frame_info(_edit_header(f, 4, 0))
     with pytest.raises(nlmcodec.NLMError, match="bad magic"):
@@ -72,8 +72,11 @@ def test_version_magic_flags(frames):
         nlmcodec.decompress(_edit_header(f, 5, f[5] | 0x06))
     with pytest.raises(nlmcodec.NLMError, match="header checksum mismatch"):
         nlmcodec.decompress(_edit_header(f, 5, f[5] ^ 0x01))
+    p = _frame.HEADER_SIZE_V2 + 3 + 3 + 1 + 10           # a byte of the stored payload
     with pytest.raises(nlmcodec.NLMError, match="CRC32 mismatch"):
-        nlmcodec.decompress(f[:-1] + bytes([f[-1] ^ 0x80]))
+        nlmcodec.decompress(_edit_header(f, p, f[p] ^ 0x80))
+    with pytest.raises(nlmcodec.NLMError, match="index checksum mismatch"):
+        nlmcodec.decompress(_edit_header(f, len(f) - 8, f[-8] ^ 0x01))
 
 
 def test_wrong_model(tiny_model):
@@ -89,47 +92,56 @@ def test_wrong_model(tiny_model):
 
 
 def test_header_limits_before_allocation():
-    mk = lambda body: _frame.MAGIC + bytes([1, 0x08 | 0x02]) + body
-    huge = _frame._varint(_frame.MAX_SIZE)
-    # 2**63-1 bytes announced, one stored block claiming it all: rejected from the table, nothing allocated
-    f = mk(huge + _frame._varint(1) + b"\x00" + huge + huge)
-    f += (0).to_bytes(4, "little")
-    with pytest.raises(nlmcodec.NLMError):
-        nlmcodec.decompress(f)
-    with pytest.raises(nlmcodec.NLMError, match="blocks for"):
-        nlmcodec.decompress(mk(_frame._varint(3) + _frame._varint(4)) + bytes(40))
+    mk = lambda body: _frame.header_v2(False, _frame.CHECK_CRC32, None) + body
+    huge = _frame.varint(_frame.MAX_SIZE)
+    # a stored block claiming 2**63-1 bytes: rejected from its header, nothing allocated
+    with pytest.raises(nlmcodec.NLMError, match="larger than"):
+        nlmcodec.decompress(mk(b"\x04" + huge + huge) + bytes(40))
+    with pytest.raises(nlmcodec.NLMError, match="larger than"):
+        nlmcodec.decompress(mk(b"\x05" + _frame.varint(1 << 27) + _frame.varint(5)) + bytes(40))
     with pytest.raises(nlmcodec.NLMError, match="varint too long"):
-        nlmcodec.decompress(mk(b"\xff" * 12))
+        nlmcodec.decompress(mk(b"\x04" + b"\xff" * 12))
     with pytest.raises(nlmcodec.NLMError, match="non-canonical"):
-        nlmcodec.decompress(mk(b"\x81\x00" + b"\x00") + bytes(20))
+        nlmcodec.decompress(mk(b"\x04\x81\x00\x01") + bytes(20))
     with pytest.raises(nlmcodec.NLMError, match="unknown type"):
-        nlmcodec.decompress(mk(_frame._varint(1) + _frame._varint(1) + b"\x07\x01\x01") + bytes(20))
-    with pytest.raises(nlmcodec.NLMError, match="without a model"):
-        nlmcodec.decompress(mk(_frame._varint(1) + _frame._varint(1) + b"\x02\x01\x01") + bytes(20))
+        nlmcodec.decompress(mk(b"\x07\x01\x01") + bytes(20))
+    with pytest.raises(nlmcodec.NLMError, match="unknown type"):
+        nlmcodec.decompress(mk(b"\x0c\x01\x01") + bytes(20))
+    with pytest.raises(nlmcodec.NLMError, match="without a model id"):
+        nlmcodec.decompress(mk(b"\x06\x01\x01") + bytes(20))
+    with pytest.raises(nlmcodec.NLMError, match="does not start a group"):
+        nlmcodec.decompress(mk(b"\x00\x01\x01x") + bytes(20))
+    with pytest.raises(nlmcodec.NLMError, match="payload larger"):
+        nlmcodec.decompress(mk(b"\x05\x01\x02") + bytes(20))
 
 
 def test_random_bytes_expansion_bound(tiny_model):
+    from nlmcodec import _encode
     data = os.urandom(1_000_000)
     f = nlmcodec.compress(data, model=tiny_model)
-    assert len(f) <= _frame.max_compressed_size(len(data)) == len(data) + 37
-    assert len(f) == len(data) + 25
+    assert len(f) <= _encode.max_compressed_size(len(data))
+    # one group of 16 stored blocks (7-byte headers), no model id, 10-byte header, 25-byte trailer
+    assert len(f) == len(data) + 10 + 16 * 7 + 25
     assert nlmcodec.decompress(f) == data
+    big = os.urandom(9 << 20)                       # several groups: the model id is written
+    f = nlmcodec.compress(big, model=tiny_model)
+    assert len(f) <= _encode.max_compressed_size(len(big))
+    assert nlmcodec.decompress(f) == big
 
 
 def test_random_garbage_never_crashes():
     r = random.Random(7)
-    for _ in range(300):
-        g = _frame.MAGIC + bytes([1]) + r.randbytes(r.randrange(0, 80))
-        with pytest.raises(nlmcodec.NLMError):
-            nlmcodec.decompress(g)
+    for v in (1, 2):
+        for _ in range(300):
+            g = _frame.MAGIC + bytes([v]) + r.randbytes(r.randrange(0, 80))
+            with pytest.raises(nlmcodec.NLMError):
+                nlmcodec.decompress(g)
 
 
 def _handmade_model_frame(model_id):
-    import zlib
-    hdr = bytearray(_frame.MAGIC) + bytes([1, 0x02]) + model_id + _frame._varint(10) + _frame._varint(1)
-    hdr += b"\x02" + _frame._varint(10) + _frame._varint(8)
-    hdr += zlib.crc32(hdr).to_bytes(4, "little")
-    return bytes(hdr) + bytes(8) + bytes(4)
+    blocks = _frame.block_header(_frame.BLOCK_MODEL, True, 10, 8) + bytes(8)
+    return (_frame.header_v2(False, _frame.CHECK_CRC32, model_id) + blocks
+            + _frame.trailer_v2([(10, len(blocks))], 10, _frame.CHECK_CRC32, 0))
 
 
 def test_model_mismatch_on_header(tiny_model):

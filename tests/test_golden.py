@@ -6,12 +6,27 @@ from pathlib import Path
 import pytest
 
 import nlmcodec
-from nlmcodec import _frame
+from nlmcodec import _encode, _frame
 
 VEC = Path(__file__).resolve().parent.parent / "codec" / "vectors"
 MANIFEST = json.loads((VEC / "ok" / "MANIFEST.json").read_text())
 OK_NAMES = sorted(MANIFEST)
 ERR_NAMES = sorted(p.stem for p in (VEC / "errors").glob("*.nlm"))
+
+
+def test_both_formats_have_vectors():
+    versions = {MANIFEST[n]["format_version"] for n in OK_NAMES}
+    assert versions == set(_frame.READ_VERSIONS)
+    assert any(n.startswith("v2-fallback-default") for n in OK_NAMES)
+
+
+def test_retired_vectors_are_rejected():
+    """A retired vector is kept with its reason and still fails to decode (it is not silently valid)."""
+    ret = VEC / "retired"
+    assert (ret / "README.md").exists()
+    for p in ret.glob("*.nlm"):
+        with pytest.raises(nlmcodec.NLMError):
+            nlmcodec.decompress(p.read_bytes())
 
 
 def test_vectors_present():
@@ -38,22 +53,23 @@ def test_ok_vector_decodes(name):
     entry = MANIFEST[name]
     raw = (VEC / "ok" / f"{name}.raw").read_bytes()
     frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
-    assert entry["format_version"] == nlmcodec.FORMAT_VERSION
+    assert entry["format_version"] in _frame.READ_VERSIONS
+    assert nlmcodec.get_frame_info(frame).format_version == entry["format_version"]
     info = nlmcodec.get_frame_info(frame)
     assert (info.model_id.hex() if info.model_id else None) == entry["model_id"]
     assert nlmcodec.decompress(frame) == raw             # bundled models are found by id
 
 
-@pytest.mark.parametrize("name", [n for n in OK_NAMES if MANIFEST[n]["reencode"]])
+@pytest.mark.parametrize("name", [n for n in OK_NAMES if MANIFEST[n]["reencode"]
+                                  and MANIFEST[n]["format_version"] == nlmcodec.FORMAT_VERSION])
 def test_ok_vector_reencodes(name):
     entry = MANIFEST[name]
     raw = (VEC / "ok" / f"{name}.raw").read_bytes()
     frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
     model = _model_for(entry)
     if model is None:
-        e = _frame.FrameEncoder(None, None, entry["adapt"], entry["check"])
-        e.feed(raw)
-        assert e.finish() == frame
+        e = _encode.FrameEncoder(None, None, None, entry["adapt"], entry["check"])
+        assert e.feed(raw) + e.finish() == frame
         bundled = nlmcodec._bundled_files()
         for name_ in sorted(bundled):  # with a model: the same frame, unless the word model wins a block
             out = nlmcodec.compress(raw, model=name_, adapt=entry["adapt"], check=entry["check"])

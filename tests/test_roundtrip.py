@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import corpus_cache as cc
 import nlmcodec
-from nlmcodec import _frame
+from nlmcodec import _encode
 
 HSET = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -23,7 +23,7 @@ text_like = st.lists(st.one_of(
 @given(data=st.binary(max_size=3000), adapt=st.booleans())
 def test_roundtrip_bytes(tiny_model, data, adapt):
     f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
-    assert len(f) <= _frame.max_compressed_size(len(data))
+    assert len(f) <= _encode.max_compressed_size(len(data))
     assert nlmcodec.decompress(f, model=tiny_model) == data
 
 
@@ -53,5 +53,5 @@ def test_roundtrip_word_model_blocks(tiny_model, adapt):
 @pytest.mark.parametrize("path", cc.corpus_params())
 def test_roundtrip_corpus(default_model, path, adapt):
     f = cc.frame(path, adapt)
-    assert len(f) <= _frame.max_compressed_size(len(cc.read(path)))
+    assert len(f) <= _encode.max_compressed_size(len(cc.read(path)))
     assert cc.round_trips(path, adapt)

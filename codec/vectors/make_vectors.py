@@ -2,6 +2,9 @@
 
     python codec/vectors/make_vectors.py [--check]
 
+Vectors of format 2 are named v2-*; the unprefixed ones are format 1 (still decoded; format-1 error
+vectors whose meaning changed with format 2 were retired to retired/, see retired/README.md).
+
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
 format version, the model id, the model name, adapt and check of each, and whether re-encoding with that
 model must reproduce the frame.  errors/<name>.nlm + errors/<name>.why: decoding must raise NLMError with
@@ -22,7 +25,7 @@ import zlib
 from pathlib import Path
 
 import nlmcodec
-from nlmcodec import _frame
+from nlmcodec import _encode, _frame
 
 HERE = Path(__file__).resolve().parent
 OK, ERR = HERE / "ok", HERE / "errors"
@@ -32,6 +35,11 @@ ENGLISH = (b"The quick brown fox jumps over the lazy dog. It was the best of tim
 MIXED = ("Hello WORLD, mIxEd CaSe and McDonald's\r\n\ttabs  and   spaces\n\n\u00dcber na\u00efve caf\u00e9 "
          "\u2014 \u201cquotes\u201d \u65e5\u672c\u8a9e 3.14159 x86_64\f\v\n").encode() + b"\xff\xfe invalid \xc3\x28 bytes\x00 end"
 BINARY = bytes(range(256)) * 2 + random.Random(1234).randbytes(1500)
+
+
+def _alice_full():
+    p = Path("/work/shared/corpus/bench/canterbury/alice29.txt")
+    return p.read_bytes() if p.exists() else None
 
 
 def _alice():
@@ -48,51 +56,59 @@ def inputs():
 
 
 NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
+V = f"v{_frame.FORMAT_VERSION}-"                   # names of the vectors of the current format
+
+
+def fallback_input():
+    """Text, then a run of tabs that fills whole 64 KiB blocks (a run over 65,535 bytes, which the word
+    model refuses), then text: word-model blocks on both sides of refused blocks (issue 8)."""
+    a = _alice_full()
+    text = a if a is not None else ENGLISH * 600
+    return text[:30000] + b"\t" * 140000 + text[30000:70000]
 
 
 def nomodel_frame(raw, adapt, check=_frame.CHECK_CRC32):
-    e = _frame.FrameEncoder(None, None, adapt, check)
-    e.feed(raw)
-    return e.finish()
+    e = _encode.FrameEncoder(None, None, None, adapt, check)
+    return e.feed(raw) + e.finish()
 
 
 def handmade_model_frame(model_id: bytes, payload: bytes, size: int) -> bytes:
-    """A header-valid frame with one word-model block (for the wrong/missing model vectors)."""
-    hdr = bytearray(_frame.MAGIC) + bytes([_frame.FORMAT_VERSION, _frame.CHECK_CRC32 << 1]) + model_id
-    hdr += _frame._varint(size) + _frame._varint(1) + bytes([_frame.BLOCK_MODEL])
-    hdr += _frame._varint(size) + _frame._varint(len(payload))
-    hdr += zlib.crc32(hdr).to_bytes(4, "little")
-    return bytes(hdr) + payload + (0).to_bytes(4, "little")
-
-
-def with_header_crc(frame: bytes, hlen: int) -> bytes:
-    """Recompute the header CRC of a frame whose header (without CRC) is frame[:hlen]."""
-    return frame[:hlen] + zlib.crc32(frame[:hlen]).to_bytes(4, "little") + frame[hlen + 4:]
+    """A valid-looking frame with one word-model block (for the wrong/missing model vectors)."""
+    blocks = _frame.block_header(_frame.BLOCK_MODEL, True, size, len(payload)) + payload
+    return (_frame.header_v2(False, _frame.CHECK_CRC32, model_id) + blocks
+            + _frame.trailer_v2([(size, len(blocks))], size, _frame.CHECK_CRC32, 0))
 
 
 def ok_vectors():
-    """[(name, raw, frame, manifest entry)] that can be made now."""
+    """[(name, raw, frame, manifest entry)] of the current format that can be made now."""
     out = []
     ins = inputs()
     for mode, adapt in (("static", False), ("dynamic", True)):
         for name in NOMODEL_INPUTS:
-            out.append((f"{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
+            out.append((f"{V}{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
                         {"model": None, "adapt": adapt, "check": 1, "reencode": True}))
-    out.append(("short_english-nomodel-nocheck", ENGLISH, nomodel_frame(ENGLISH, True, _frame.CHECK_NONE),
+    out.append((f"{V}short_english-nomodel-nocheck", ENGLISH, nomodel_frame(ENGLISH, True, _frame.CHECK_NONE),
                 {"model": None, "adapt": True, "check": 0, "reencode": True}))
-    out.append(("concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
+    out.append((f"{V}concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
                 {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
     bundled = nlmcodec._bundled_files()
     for model_name in ("tiny", "default"):
         if model_name not in bundled:
             continue
         m = nlmcodec.load_model(model_name)
+        cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
         for mode, adapt in (("static", False), ("dynamic", True)):
-            for name, raw in ins.items():
+            for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
-                out.append((f"{name}-{model_name}-{mode}", raw, f,
+                out.append((f"{V}{name}-{model_name}-{mode}", raw, f,
                             {"model": model_name, "adapt": adapt, "check": 1, "reencode": True}))
     return out
+
+
+def _retrailer(frame: bytes, groups, total, content_crc) -> bytes:
+    """frame with its trailer rewritten (valid index CRC and footer) from the given fields."""
+    end = frame.rindex(b"\x80", 0, len(frame) - int.from_bytes(frame[-6:-2], "little") + 1)
+    return frame[:end] + _frame.trailer_v2(groups, total, _frame.CHECK_CRC32, content_crc)
 
 
 def error_vectors():
@@ -100,23 +116,32 @@ def error_vectors():
     stored = nomodel_frame(random.Random(99).randbytes(2000), False)   # one stored block
     info = nlmcodec.get_frame_info(stored)
     assert info.blocks[0].kind == "stored"
-    hlen = len(stored) - info.decompressed_size - 4 - 4
+    hlen = _frame.HEADER_SIZE_V2
+    first = hlen + len(_frame.block_header(0, True, 2000, 2000))     # first payload byte
+    crc = zlib.crc32(ENGLISH)
+    g = [tuple(x) for x in nlmcodec.get_frame_info(base).groups]
     v = {}
     v["truncated"] = (base[:-3], "truncated frame")
     v["truncated_header"] = (base[:9], "truncated frame")
     v["empty_input"] = (b"", "truncated frame")
     v["bad_magic"] = (b"\xb2" + base[1:], "bad magic")
-    v["unknown_version"] = (base[:4] + b"\x02" + base[5:], "unsupported format version 2")
+    v["unknown_version"] = (base[:4] + b"\x03" + base[5:], "unsupported format version 3")
     v["unknown_flags"] = (base[:5] + bytes([base[5] | 0x80]) + base[6:], "unknown flags")
     v["flipped_bit_header"] = (stored[:5] + bytes([stored[5] ^ 0x01]) + stored[6:], "header checksum mismatch")
-    mid = hlen + 4 + 100
+    mid = first + 100
     v["flipped_bit_payload"] = (stored[:mid] + bytes([stored[mid] ^ 0x10]) + stored[mid + 1:], "CRC32 mismatch")
     v["trailing_garbage"] = (base + b"garbage!", "trailing garbage")
-    v["crc_mismatch"] = (base[:-4] + bytes([base[-4] ^ 0xFF]) + base[-3:], "CRC32 mismatch")
+    v["crc_mismatch"] = (_retrailer(base, g, len(ENGLISH), crc ^ 0xFF), "CRC32 mismatch")
+    v["index_checksum"] = (base[:-8] + bytes([base[-8] ^ 0x01]) + base[-7:], "index checksum mismatch")
+    v["index_mismatch"] = (_retrailer(base, [(g[0][0], g[0][1] + 1)], len(ENGLISH), crc),
+                           "index does not match the blocks")
+    v["bad_footer"] = (base[:-1] + b"X", "bad footer")
+    v["no_group_start"] = (base[:hlen] + bytes([base[hlen] & ~_frame.TYPE_GROUP_START]) + base[hlen + 1:],
+                           "does not start a group")
     v["wrong_model_id"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, 10), "not bundled")
     # a valid header whose stored block claims more bytes than the frame holds
-    v["block_past_end"] = (stored[:hlen + 4 + 50], "truncated frame")
-    return v
+    v["block_past_end"] = (stored[:first + 50], "truncated frame")
+    return {V + k: x for k, x in v.items()}
 
 
 def _write_new(path: Path, data: bytes, report, check_only):

@@ -284,6 +284,10 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     }
     int64_t ntok = nlm_lex(src, n, c->toks, c->toks_cap);
     if (ntok < 0) return ntok;
+    /* Atomic refusal: everything that makes a block uncodable is found here, before any state (model,
+     * speller, gap counts, statistics) is touched, so a refused block leaves the codec as it was. */
+    for (int64_t k = 0; k < ntok; k++)
+        if (c->toks[k].gap == 7 && c->toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_UNSUPPORTED;
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
     c->rc.decoding = 0;
@@ -296,7 +300,6 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
         t.gap = lt->gap;
         t.gapbuf = (uint8_t*)src + lt->gap_off;
         t.glen = (int)lt->gap_len;
-        if (lt->gap == 7 && lt->gap_len > MAX_GAP_RUN) { r = NLM_ERR_UNSUPPORTED; break; }
         t.blen = (int)lt->len;
         if (lt->kind == NLM_KIND_END) {
             t.w = 1;

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ._backend import backend
 from ._errors import NLMError
-from . import _frame
+from . import _decode, _encode, _frame
 from ._frame import CHECK_CRC32, CHECK_NONE, FORMAT_VERSION, FrameInfo, get_frame_info
 
 try:
@@ -41,11 +41,13 @@ __all__ = [
     "NLMCompressor",
     "NLMDecompressor",
     "NLMError",
+    "NLMFile",
     "backend",
     "compress",
     "decompress",
     "get_frame_info",
     "load_model",
+    "open",
 ]
 
 MODEL_SUFFIX = ".nlmm"
@@ -166,71 +168,107 @@ def _release_codec(codec):
 
 
 # ---------------------------------------------------------------------------------------------- objects
-class NLMCompressor:
-    """Incremental compressor: compress(data) returns b"" (blocks are coded as they fill, but the frame
-    header carries the block table, so the frame is written by flush()).  flush() ends the frame; the
-    object cannot be used afterwards (like lzma.LZMACompressor).
+def _check_arg(check):
+    if isinstance(check, bool) or not isinstance(check, int):
+        raise TypeError(f"check must be an int (CHECK_NONE or CHECK_CRC32), not {type(check).__name__}")
+    if check not in (CHECK_NONE, CHECK_CRC32):
+        raise ValueError(f"invalid check {check!r}: use CHECK_NONE or CHECK_CRC32")
+    return check
+
+
+def _threads_arg(threads):
+    """threads: None or 1 = one thread, 0 = one per core, N > 1 = N."""
+    if threads is None:
+        return 1
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be an int, not {type(threads).__name__}")
+    if threads < 0:
+        raise ValueError("threads must be >= 0 (0 = one per core)")
+    return threads or (os.cpu_count() or 1)
+
+
+class _NoPickle:
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
+
+
+class NLMCompressor(_NoPickle):
+    """Incremental compressor (like lzma.LZMACompressor): compress(data) returns the frame's bytes as its
+    groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
+    by a few groups (4 MiB each) per thread, whatever the input size.
 
     model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: dynamic
-    evaluation (the model keeps learning on the text); check: CHECK_CRC32 (default) or CHECK_NONE.
+    evaluation; check: CHECK_CRC32 (default) or CHECK_NONE; threads: groups coded at once (0 = one per
+    core; the output bytes are the same for every thread count).  progress: input bytes coded so far.
     """
 
-    def __init__(self, *, model=None, adapt=True, check=CHECK_CRC32):
-        if check not in (CHECK_NONE, CHECK_CRC32):
-            raise ValueError(f"check must be CHECK_NONE or CHECK_CRC32, not {check!r}")
+    def __init__(self, *, model=None, adapt=True, check=CHECK_CRC32, threads=1):
+        check = _check_arg(check)
+        threads = _threads_arg(threads)
         self._model = _resolve(model)
-        self._codec = _acquire_codec(self._model, adapt)
-        self._enc = _frame.FrameEncoder(self._codec, self._model.model_id, bool(adapt), check)
         self.adapt = bool(adapt)
         self.check = check
+        self.threads = threads
         self.model_id = self._model.model_id
+        key = self._model
+        self._enc = _encode.FrameEncoder(lambda: _acquire_codec(key, self.adapt), _release_codec,
+                                         self.model_id, self.adapt, check, threads)
+
+    @property
+    def progress(self):
+        return 0 if self._enc is None else self._enc.progress
 
     def compress(self, data, /) -> bytes:
         if self._enc is None:
             raise ValueError("Compressor has been flushed")
-        self._enc.feed(memoryview(data).cast("B"))
-        return b""
+        return self._enc.feed(memoryview(data).cast("B"))
 
     def flush(self) -> bytes:
         if self._enc is None:
             raise ValueError("Repeated call to flush()")
-        try:
-            return self._enc.finish()
-        finally:
-            self._enc = None
-            _release_codec(self._codec)
-            self._codec = None
+        enc, self._enc = self._enc, None
+        return enc.finish()
 
 
-class NLMDecompressor:
+class NLMDecompressor(_NoPickle):
     """Incremental decompressor of ONE frame (like lzma.LZMADecompressor / compression.zstd).
 
-    decompress(data, max_length=-1) returns up to max_length bytes (all if negative); needs_input is False
-    when output is still pending (call again with b"").  eof becomes True at the end of the frame, with the
-    bytes after it in unused_data; a further call raises EOFError.  model: None finds a bundled model by the
-    id in the frame; an explicit model must match that id (else NLMError "model mismatch").
+    decompress(data, max_length=-1) returns at most max_length bytes (all that can be produced if
+    negative); needs_input is False when output is still pending (call again with b"").  eof becomes True
+    at the end of the frame, with the bytes after it in unused_data; a further call raises EOFError.
+    After an error every further call raises the same error.  model: None finds a bundled model by the id
+    in the frame; an explicit model must match that id (else NLMError "model mismatch").  threads:
+    groups decoded at once (0 = one per core); one thread keeps at most one block of output.
     """
 
-    def __init__(self, *, model=None):
+    def __init__(self, *, model=None, threads=1):
+        threads = _threads_arg(threads)
         self._model = None if model is None else load_model(model)
-        self._dec = _frame.FrameDecoder(self._get_codec, _release_codec)
-        self._pending = b""
+        self._dec = _decode.FrameDecoder(self._get_codec, _release_codec, threads)
+        self._out = b""                 # the piece of output being handed out, from _out_pos on
+        self._out_pos = 0
+        self._extra = b""
+        self._error = None
         self.eof = False
         self.unused_data = b""
         self.needs_input = True
 
     @property
     def info(self):
-        """The frame header (FrameInfo) once it has been read, else None."""
+        """The frame's FrameInfo once known (format 2: at the end of the frame), else None."""
         return self._dec.info
 
     @property
     def check(self):
-        return None if self._dec.info is None else self._dec.info.check
+        return self._dec.check
 
     @property
     def model_id(self):
-        return None if self._dec.info is None else self._dec.info.model_id
+        return self._dec.model_id
+
+    @property
+    def progress(self):
+        return self._dec.progress
 
     def _get_codec(self, model_id, adapt):
         if self._model is not None:
@@ -245,35 +283,61 @@ class NLMDecompressor:
         return _acquire_codec(model, adapt)
 
     def decompress(self, data, /, max_length=-1, *, _complete=False) -> bytes:
+        if self._error is not None:
+            raise self._error
         if self.eof:
             raise EOFError("Already at end of stream")
+        if max_length is None:
+            max_length = -1
+        elif isinstance(max_length, bool) or not isinstance(max_length, int):
+            raise TypeError(f"max_length must be an int, not {type(max_length).__name__}")
         data = memoryview(data).cast("B")
-        if not self._dec.eof:
-            self._pending += self._dec.feed(data, _complete)
-        elif len(data):
-            self._dec.unused_data += bytes(data)
-        if max_length is None or max_length < 0 or max_length >= len(self._pending):
-            out, self._pending = self._pending, b""
+        try:
+            return self._decompress(data, max_length, _complete)
+        except (NLMError, MemoryError) as e:
+            self._error = e
+            raise
+
+    def _decompress(self, data, max_length, complete):
+        dec = self._dec
+        if dec.eof:
+            self._extra += bytes(data)      # after the frame: becomes unused_data
         else:
-            out, self._pending = self._pending[:max_length], self._pending[max_length:]
-        if self._dec.eof and not self._pending:
+            dec.feed(data)
+        out, n, starved = [], 0, False
+        while max_length < 0 or n < max_length:
+            avail = len(self._out) - self._out_pos
+            if avail:
+                k = avail if max_length < 0 else min(max_length - n, avail)
+                out.append(self._out if k == len(self._out) else self._out[self._out_pos:self._out_pos + k])
+                self._out_pos += k
+                n += k
+                continue
+            piece = None if dec.eof else dec.read(complete)
+            if piece is None:
+                starved = True
+                break
+            self._out, self._out_pos = piece, 0
+        if dec.eof and self._out_pos == len(self._out):
             self.eof = True
-            self.unused_data = self._dec.unused_data
+            self.unused_data = dec.unused_data + self._extra
             self.needs_input = False
         else:
-            self.needs_input = not self._pending
-        return out
+            # more input is needed only when the decoder could produce nothing from what it has
+            self.needs_input = starved and not dec.eof
+        return b"".join(out)
 
 
 # ---------------------------------------------------------------------------------------------- one-shot
-def compress(data, /, *, model=None, adapt=True, check=CHECK_CRC32) -> bytes:
+def compress(data, /, *, model=None, adapt=True, check=CHECK_CRC32, threads=1) -> bytes:
     """Compress bytes into one frame.  model: Model, bundled name or path (None: bundled "default");
-    adapt: dynamic evaluation; check: CHECK_CRC32 or CHECK_NONE."""
-    c = NLMCompressor(model=model, adapt=adapt, check=check)
+    adapt: dynamic evaluation; check: CHECK_CRC32 or CHECK_NONE; threads: 0 = one per core (the bytes
+    do not depend on it)."""
+    c = NLMCompressor(model=model, adapt=adapt, check=check, threads=threads)
     return c.compress(data) + c.flush()
 
 
-def decompress(data, /, *, model=None) -> bytes:
+def decompress(data, /, *, model=None, threads=1) -> bytes:
     """Decompress every concatenated frame in data.  Truncated input, trailing garbage, corruption or a
     wrong or missing model raise NLMError."""
     data = bytes(memoryview(data).cast("B"))
@@ -281,7 +345,7 @@ def decompress(data, /, *, model=None) -> bytes:
         raise NLMError("truncated frame: empty input")
     out = []
     while True:
-        d = NLMDecompressor(model=model)
+        d = NLMDecompressor(model=model, threads=threads)
         out.append(d.decompress(data, _complete=True))
         if not d.eof:  # pragma: no cover - complete=True raises first
             raise NLMError("truncated frame: compressed data ended before the end of the frame")
@@ -291,3 +355,6 @@ def decompress(data, /, *, model=None) -> bytes:
         k = min(len(data), len(_frame.MAGIC))
         if data[:k] != _frame.MAGIC[:k]:
             raise NLMError(f"trailing garbage: {len(data)} bytes after the end of the last frame")
+
+
+from ._file import NLMFile, open  # noqa: E402  (after the objects it is built on)

@@ -1,33 +1,26 @@
-"""The nlmcodec frame (container): the only code that reads or writes frames.  Spec: codec/FORMAT.md §7.
+"""The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
+header / block header / trailer serialisers and parsers of format 2, the format-1 header parser (read
+only), and frame inspection (get_frame_info, list_frames).  Policy lives elsewhere: what the encoder
+chooses is _encode.py, how a decoder walks a frame is _decode.py.
 
-Layout of one frame (all multi-byte integers little-endian; "varint" = unsigned LEB128, canonical, at
-most 9 bytes, value < 2**63)::
+Format 2 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
 
-    magic          4 bytes   B1 4E 4C 4D  ("\\xb1NLM": first byte non-ASCII and not a UTF-8 lead byte)
-    version        1 byte    1
-    flags          1 byte    bit 0 adapt (dynamic evaluation), bits 1-2 check type (0 none, 1 CRC32),
-                             bit 3 no-model (no block uses the word model; the model id is omitted),
-                             bits 4-7 zero
-    model id       32 bytes  SHA-256 of the model file (absent when no-model is set)
-    original size  varint    total decompressed size
-    block count    varint    <= original size (blocks are never empty)
-    block table    count x { type 1 byte (0 stored, 1 lzma, 2 word model), size varint, payload size varint }
-    header CRC32   4 bytes   CRC32 of every byte from the magic to the end of the block table
-    payloads       the block payloads, in table order
-    content CRC32  4 bytes   CRC32 of the decompressed data (present when the check type is CRC32)
+    header    magic B1 4E 4C 4D | version 2 | flags | [model id, 32 bytes] | header CRC32 (4)
+              flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bits 4-7 zero
+    block*    type (1) | size varint | payload size varint | payload
+              type: bits 0-1 kind (0 stored, 1 lzma, 2 word model), bit 2 group start, bits 3-7 zero
+    end       0x80
+    index     group count varint | per group { size varint, coded bytes varint } | total size varint
+              | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
+    footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
 
-Worst-case expansion (every block stored, which the encoder picks whenever nothing else is smaller)::
-
-    len(frame) <= n + 30 + 7 * ceil(n / (BLOCK_MAX - CUT_WINDOW + 1))   (n = input size, n < 2**56)
-
-(30 = 4 magic + 1 version + 1 flags + 8 size varint + 8 count varint + 4 header CRC + 4 content CRC; a
-block table entry is at most 1 + 3 + 3 bytes, and every block but the last holds more than
-BLOCK_MAX - CUT_WINDOW bytes.  The 32-byte model id is not in the bound because the encoder only uses
-the word model when the first word-model block saves more than 32 bytes over its alternative.)  For
-1 MB of random bytes the bound is n + 37; the actual frame is n + 25 (one stored block).  See :func:`max_compressed_size`.
+A group is a run of blocks that starts with a group-start block; the word model's state is reset to
+the trained state at every group start and carried across the group's word-model blocks, so groups
+are independent (coded in parallel, seekable through the index).
 """
 from __future__ import annotations
 
+import io
 import lzma
 import zlib
 from collections import namedtuple
@@ -35,7 +28,9 @@ from collections import namedtuple
 from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
-FORMAT_VERSION = 1
+FOOTER_MAGIC = b"\xb1N"
+FORMAT_VERSION = 2            # what this build writes
+READ_VERSIONS = (1, 2)        # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -43,41 +38,47 @@ _CHECKS = (CHECK_NONE, CHECK_CRC32)
 FLAG_ADAPT = 0x01
 FLAG_CHECK_SHIFT = 1
 FLAG_CHECK_MASK = 0x06
-FLAG_NO_MODEL = 0x08
-_FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_NO_MODEL
+FLAG_MODEL = 0x08             # format 2: a model id follows the flags
+FLAG_NO_MODEL_V1 = 0x08       # format 1: bit 3 meant the opposite (no model id)
+_FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
 
 BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL = 0, 1, 2
 BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model"}
+TYPE_KIND_MASK = 0x03
+TYPE_GROUP_START = 0x04
+END_MARKER = 0x80
 
-BLOCK_MAX = 1 << 20          # encoder block size; also the decoder's limit for word-model blocks
-CUT_WINDOW = 4096            # a block is cut after the last newline (else space) in its final 4 KiB
+MODEL_ID_SIZE = 32
 MAX_VARINT_BYTES = 9
 MAX_SIZE = (1 << 63) - 1
-MODEL_ID_SIZE = 32
+HEADER_SIZE_V2 = 4 + 1 + 1 + 4          # without the model id
+FOOTER_SIZE = 4 + len(FOOTER_MAGIC)
+
+# Decoder limits of format 2 (what any valid frame respects; the encoder's choices are in _encode.py).
+MAX_MODEL_BLOCK = 1 << 20     # word-model and stored blocks: at most 1 MiB of output each
+MAX_LZMA_BLOCK = 1 << 26      # lzma blocks: at most 64 MiB (decoded incrementally)
+# Format 1 limit (read only): word-model blocks of at most 1 MiB.
+V1_BLOCK_MAX = 1 << 20
+
 LZMA_DICT_MIN = 1 << 12
 LZMA_DICT_MAX = 1 << 26
-BINARY_SKIP_FRACTION = 16    # skip the word model when more than 1/16 of a block's bytes are binary
 
-FrameInfo = namedtuple("FrameInfo", "format_version adapt check model_id decompressed_size blocks")
-FrameInfo.__doc__ = """Header of one frame (see get_frame_info).  model_id is None when no block uses the
-word model; blocks is a tuple of BlockInfo."""
+FrameInfo = namedtuple("FrameInfo", "format_version adapt check model_id decompressed_size blocks groups",
+                       defaults=(None,))
+FrameInfo.__doc__ = """One frame (see get_frame_info).  model_id is None when the frame names no model;
+blocks is a tuple of BlockInfo; groups (format 2) a tuple of GroupInfo, None for format 1."""
 BlockInfo = namedtuple("BlockInfo", "kind size compressed_size")
-BlockInfo.__doc__ = "One block table entry: kind ('stored', 'lzma' or 'model'), original and payload size."
-
-# bytes that count as text for the binary heuristic: everything but the C0 controls (except the
-# whitespace controls) and DEL.
-_BINARY_BYTES = bytes([b for b in range(32) if b not in (9, 10, 11, 12, 13)] + [127])
-_TEXT_BYTES = bytes(b for b in range(256) if b not in _BINARY_BYTES)
+BlockInfo.__doc__ = "One block: kind ('stored', 'lzma' or 'model'), original and payload size."
+GroupInfo = namedtuple("GroupInfo", "size coded_size")
+GroupInfo.__doc__ = "One index entry: original bytes of the group and bytes of its blocks in the frame."
 
 
-def max_compressed_size(n: int) -> int:
-    """Upper bound on the size of the frame written for an input of n bytes (documented bound)."""
-    per = BLOCK_MAX - CUT_WINDOW + 1
-    return n + 30 + 7 * (-(-n // per))
+class Incomplete(Exception):
+    """More input is needed (internal: becomes 'truncated' when the input is complete)."""
 
 
 # ---------------------------------------------------------------------------------------------- varints
-def _varint(v: int) -> bytes:
+def varint(v: int) -> bytes:
     if v < 0 or v > MAX_SIZE:
         raise ValueError("varint out of range")
     out = bytearray()
@@ -91,22 +92,26 @@ def _varint(v: int) -> bytes:
             return bytes(out)
 
 
-class _Incomplete(Exception):
-    """More input is needed (internal: becomes 'truncated' when the input is complete)."""
+_varint = varint   # the name older tests use
 
 
-def _read_varint(buf, pos: int, what: str):
+def read_varint(buf, pos: int, what: str):
+    """(value, next position) of the varint at buf[pos]; Incomplete if buf ends inside it."""
     v = 0
     for i in range(MAX_VARINT_BYTES):
         if pos + i >= len(buf):
-            raise _Incomplete
+            raise Incomplete
         b = buf[pos + i]
         v |= (b & 0x7F) << (7 * i)
         if not b & 0x80:
             if b == 0 and i > 0:
-                raise NLMError(f"corrupt frame header: non-canonical varint in the {what}")
+                raise NLMError(f"corrupt frame: non-canonical varint in the {what}")
             return v, pos + i + 1
-    raise NLMError(f"corrupt frame header: varint too long in the {what}")
+    raise NLMError(f"corrupt frame: varint too long in the {what}")
+
+
+def crc32(data, value: int = 0) -> int:
+    return zlib.crc32(data, value)
 
 
 # ---------------------------------------------------------------------------------------------- lzma
@@ -118,375 +123,358 @@ def lzma_dict_size(size: int) -> int:
     return d
 
 
-def _lzma_compress(data: bytes, preset: int) -> bytes:
+def lzma_compress(data, preset: int) -> bytes:
     filters = [{"id": lzma.FILTER_LZMA2, "preset": preset, "dict_size": lzma_dict_size(len(data))}]
     return lzma.compress(data, format=lzma.FORMAT_RAW, filters=filters)
 
 
-def _lzma_decompress(payload, size: int, index: int) -> bytes:
-    filters = [{"id": lzma.FILTER_LZMA2, "dict_size": lzma_dict_size(size)}]
-    d = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=filters)
-    try:
-        out = d.decompress(payload, max_length=size)
-        if not d.eof and len(out) == size:
-            extra = d.decompress(b"", max_length=1)   # the end marker may still be pending
-            if extra:
-                out += extra
-    except lzma.LZMAError as e:
-        raise NLMError(f"corrupt lzma block {index}: {e}") from None
-    if len(out) != size:
-        raise NLMError(f"corrupt lzma block {index}: decodes to {'more' if len(out) > size else 'fewer'} "
-                       f"bytes than its declared size {size}")
-    if not d.eof:
-        raise NLMError(f"corrupt lzma block {index}: stream does not end where the block ends")
-    if d.unused_data:
-        raise NLMError(f"corrupt lzma block {index}: {len(d.unused_data)} bytes after the end of the stream")
-    return out
+class LzmaBlockReader:
+    """Decodes one lzma block (a raw LZMA2 stream of exactly `size` bytes) in pieces of at most `chunk`."""
 
+    def __init__(self, payload, size: int, index: int):
+        self._d = lzma.LZMADecompressor(format=lzma.FORMAT_RAW,
+                                        filters=[{"id": lzma.FILTER_LZMA2, "dict_size": lzma_dict_size(size)}])
+        self._payload = payload
+        self._left = size
+        self._index = index
 
-# ---------------------------------------------------------------------------------------------- encoder
-# Encoder speed heuristic (does not change the format): see FrameEncoder._probe_says_model.
-PROBE_SIZE = 32 * 1024
-PROBE_RATIO = 1.25
+    @property
+    def done(self) -> bool:
+        return self._left == 0
 
-
-def cut_point(buf) -> int:
-    """Length of the next block, given more than BLOCK_MAX pending bytes."""
-    lo = BLOCK_MAX - CUT_WINDOW
-    i = buf.rfind(b"\n", lo, BLOCK_MAX)
-    if i < 0:
-        i = buf.rfind(b" ", lo, BLOCK_MAX)
-    return i + 1 if i >= 0 else BLOCK_MAX
-
-
-def _looks_binary(block) -> bool:
-    n_bin = len(block) - len(bytes(block).translate(None, _BINARY_BYTES))
-    return n_bin * BINARY_SKIP_FRACTION > len(block)
-
-
-class FrameEncoder:
-    """Writes one frame.  codec: a _core.Codec (or None: stored/lzma only); model_id: its 32-byte id.
-
-    Input is split into blocks as it arrives (the split depends only on the whole input, never on how it
-    was chunked); the frame is emitted by finish(), because the header carries the block table.
-    """
-
-    def __init__(self, codec, model_id, adapt: bool, check: int):
-        if check not in _CHECKS:
-            raise ValueError(f"check must be CHECK_NONE or CHECK_CRC32, not {check!r}")
-        if codec is not None and (not isinstance(model_id, bytes) or len(model_id) != MODEL_ID_SIZE):
-            raise ValueError("model_id must be 32 bytes")
-        self._codec = codec
-        self._model_id = model_id
-        self._adapt = bool(adapt)
-        self._check = check
-        self._pending = bytearray()
-        self._blocks = []            # (type, size, payload)
-        self._raw = []               # the input blocks (for the whole-input lzma alternative in finish)
-        self._size = 0
-        self._crc = 0
-        self._used_model = False
-        self._done = False
-        if codec is not None:
-            codec.reset()
-
-    def feed(self, data) -> None:
-        if self._done:
-            raise ValueError("the frame is already finished")
-        mv = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
-        if not len(mv):
-            return
-        self._pending += mv
-        self._size += len(mv)
-        if self._size > MAX_SIZE:
-            raise OverflowError("input too large for one frame")
-        self._crc = zlib.crc32(mv, self._crc)
-        while len(self._pending) > BLOCK_MAX:
-            k = cut_point(self._pending)
-            block = bytes(self._pending[:k])
-            del self._pending[:k]
-            self._encode_block(block)
-
-    def _encode_block(self, block: bytes) -> None:
-        n = len(block)
-        best = (n, BLOCK_STORED, block)
-        model_payload = None
-        codec = self._codec
-        if codec is not None and not _looks_binary(block) and self._probe_says_model(block):
-            codec.save()
-            try:
-                model_payload = codec.encode_block(block)
-            except NLMError:
-                model_payload = None
-        if model_payload is None or len(model_payload) * 5 > 4 * len(_lzma_compress(block, 1)):
-            lz = _lzma_compress(block, 9 | lzma.PRESET_EXTREME)
-            if len(lz) < n:
-                best = (len(lz), BLOCK_LZMA, lz)
-        # The word model wins only when strictly smaller, counting the 32-byte model id for the first
-        # word-model block of the frame (so short inputs do not pay for a model id they do not need).
-        penalty = 0 if self._used_model else MODEL_ID_SIZE
-        if model_payload is not None and len(model_payload) <= n and len(model_payload) + penalty < best[0]:
-            best = (len(model_payload), BLOCK_MODEL, model_payload)
-        if codec is not None and model_payload is not None and best[1] != BLOCK_MODEL:
-            codec.restore()          # the decoder never runs the model on this block
-        if best[1] == BLOCK_MODEL:
-            self._used_model = True
-        self._raw.append(block)
-        self._blocks.append((best[1], n, best[2]))
-
-    def _probe_says_model(self, block: bytes) -> bool:
-        """Speed only (never correctness): on a block much larger than PROBE_SIZE, code its first
-        PROBE_SIZE bytes with the word model (then roll the state back) and skip the model for the whole
-        block when the probe is over PROBE_RATIO times the size lzma preset 1 gets on the same bytes.
-        XML, logs, source code and non-English text are then not coded twice at word-model speed."""
-        if len(block) < 8 * PROBE_SIZE:
-            return True
-        k = block.rfind(b"\n", 0, PROBE_SIZE) + 1 or PROBE_SIZE
-        probe = block[:k]
-        codec = self._codec
-        codec.save()
+    def read(self, chunk: int) -> bytes:
+        d, i = self._d, self._index
         try:
-            n_model = len(codec.encode_block(probe))
-        except NLMError:
-            return False
-        finally:
-            codec.restore()
-        return n_model <= PROBE_RATIO * len(_lzma_compress(probe, 1))
-
-    def finish(self) -> bytes:
-        if self._done:
-            raise ValueError("the frame is already finished")
-        if self._pending:
-            self._encode_block(bytes(self._pending))
-            self._pending = bytearray()
-        self._done = True
-        blocks = self._blocks
-        # Several blocks, and not all of them word-model blocks: lzma over the whole input keeps the
-        # context across block boundaries, so it can beat the per-block choice.  Keep the smaller frame
-        # (then without a model id: the decoder runs no model at all).
-        if len(blocks) > 1 and any(t != BLOCK_MODEL for t, _, _ in blocks):
-            whole = b"".join(self._raw)
-            lz = _lzma_compress(whole, 9 | lzma.PRESET_EXTREME)
-            cur = sum(len(p) + 7 for _, _, p in blocks) + (MODEL_ID_SIZE if self._used_model else 0)
-            if len(lz) < len(whole) and len(lz) + 7 < cur:
-                blocks = [(BLOCK_LZMA, len(whole), lz)]
-                self._used_model = False
-        self._raw = None
-        flags = (FLAG_ADAPT if self._adapt else 0) | (self._check << FLAG_CHECK_SHIFT)
-        hdr = bytearray(MAGIC)
-        hdr.append(FORMAT_VERSION)
-        if self._used_model:
-            hdr.append(flags)
-            hdr += self._model_id
-        else:
-            hdr.append(flags | FLAG_NO_MODEL)
-        hdr += _varint(self._size)
-        hdr += _varint(len(blocks))
-        for t, size, payload in blocks:
-            hdr.append(t)
-            hdr += _varint(size)
-            hdr += _varint(len(payload))
-        hdr += zlib.crc32(hdr).to_bytes(4, "little")
-        out = [bytes(hdr)]
-        out += [p for _, _, p in blocks]
-        if self._check == CHECK_CRC32:
-            out.append(self._crc.to_bytes(4, "little"))
-        self._blocks = []
-        return b"".join(out)
+            out = d.decompress(self._payload, max_length=min(chunk, self._left))
+            self._payload = b""
+            self._left -= len(out)
+            if self._left == 0 and not d.eof:
+                if d.decompress(b"", max_length=1):
+                    raise NLMError(f"corrupt lzma block {i}: decodes to more bytes than its declared size")
+        except lzma.LZMAError as e:
+            raise NLMError(f"corrupt lzma block {i}: {e}") from None
+        if not out and self._left:
+            raise NLMError(f"corrupt lzma block {i}: decodes to fewer bytes than its declared size")
+        if self._left == 0:
+            if not d.eof:
+                raise NLMError(f"corrupt lzma block {i}: stream does not end where the block ends")
+            if d.unused_data:
+                raise NLMError(f"corrupt lzma block {i}: {len(d.unused_data)} bytes after the end of the stream")
+        return out
 
 
-# ---------------------------------------------------------------------------------------------- decoder
-class _HeaderParser:
-    """Resumable parser of one frame header: parse(buf) returns (FrameInfo, table, header length) or raises
-    _Incomplete (feed more bytes and call again) or NLMError."""
+def lzma_decompress(payload, size: int, index: int) -> bytes:
+    r = LzmaBlockReader(payload, size, index)
+    return r.read(size) if size else b""
 
-    def __init__(self):
-        self.pos = 0
-        self.stage = 0
-        self.flags = 0
-        self.model_id = None
-        self.size = 0
-        self.count = 0
-        self.table = []
-        self.total = 0
 
-    def parse(self, buf):
-        if self.stage == 0:
-            k = min(len(buf), len(MAGIC))
-            if bytes(buf[:k]) != MAGIC[:k]:
-                raise NLMError("not an nlmcodec frame (bad magic)")
-            if len(buf) < 6:
-                raise _Incomplete
-            if buf[4] != FORMAT_VERSION:
-                raise NLMError(f"unsupported format version {buf[4]} (this build reads version {FORMAT_VERSION})")
-            flags = buf[5]
-            if flags & ~_FLAG_KNOWN:
-                raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
-            check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
-            if check not in _CHECKS:
-                raise NLMError(f"corrupt frame header: unknown check type {check}")
-            self.flags = flags
-            self.pos = 6
-            self.stage = 1
-        if self.stage == 1:
-            if not self.flags & FLAG_NO_MODEL:
-                if len(buf) < self.pos + MODEL_ID_SIZE:
-                    raise _Incomplete
-                self.model_id = bytes(buf[self.pos:self.pos + MODEL_ID_SIZE])
-                self.pos += MODEL_ID_SIZE
-            self.stage = 2
-        if self.stage == 2:
-            size, p = _read_varint(buf, self.pos, "original size")
-            count, p = _read_varint(buf, p, "block count")
-            if count > size:
-                raise NLMError(f"corrupt frame header: {count} blocks for {size} bytes")
-            self.size, self.count, self.pos = size, count, p
-            self.stage = 3
-        if self.stage == 3:
-            while len(self.table) < self.count:
-                i = len(self.table)
-                if self.pos >= len(buf):
-                    raise _Incomplete
-                t = buf[self.pos]
-                if t not in BLOCK_KINDS:
-                    raise NLMError(f"corrupt frame header: block {i} has unknown type {t}")
-                size, p = _read_varint(buf, self.pos + 1, "block table")
-                psize, p = _read_varint(buf, p, "block table")
-                if size == 0:
-                    raise NLMError(f"corrupt frame header: block {i} is empty")
-                if self.total + size > self.size:
-                    raise NLMError("corrupt frame header: block sizes exceed the original size")
-                if t == BLOCK_STORED and psize != size:
-                    raise NLMError(f"corrupt frame header: stored block {i} has payload size {psize} != {size}")
-                if psize > size:
-                    raise NLMError(f"corrupt frame header: block {i} payload larger than its data")
-                if t == BLOCK_MODEL:
-                    if self.model_id is None:
-                        raise NLMError(f"corrupt frame header: word-model block {i} in a frame without a model")
-                    if size > BLOCK_MAX:
-                        raise NLMError(f"corrupt frame header: word-model block {i} larger than {BLOCK_MAX}")
-                self.table.append((t, size, psize))
-                self.total += size
-                self.pos = p
-            if self.total != self.size:
-                raise NLMError("corrupt frame header: block sizes do not add up to the original size")
-            if self.model_id is not None and not any(t == BLOCK_MODEL for t, _, _ in self.table):
-                raise NLMError("corrupt frame header: model id present but no word-model block")
-            self.stage = 4
-        if self.stage == 4:
-            if len(buf) < self.pos + 4:
-                raise _Incomplete
-            want = int.from_bytes(buf[self.pos:self.pos + 4], "little")
-            if zlib.crc32(bytes(buf[:self.pos])) != want:
-                raise NLMError("corrupt frame header: header checksum mismatch")
-            self.pos += 4
-            self.stage = 5
-        flags = self.flags
-        info = FrameInfo(FORMAT_VERSION, bool(flags & FLAG_ADAPT), (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT,
-                         self.model_id, self.size,
-                         tuple(BlockInfo(BLOCK_KINDS[t], s, p) for t, s, p in self.table))
-        return info, self.table, self.pos
+# ---------------------------------------------------------------------------------------------- format 2
+def header_v2(adapt: bool, check: int, model_id) -> bytes:
+    flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0)
+    h = bytearray(MAGIC)
+    h.append(2)
+    h.append(flags)
+    if model_id:
+        h += model_id
+    h += crc32(h).to_bytes(4, "little")
+    return bytes(h)
+
+
+def block_header(kind: int, group_start: bool, size: int, payload_size: int) -> bytes:
+    return bytes([kind | (TYPE_GROUP_START if group_start else 0)]) + varint(size) + varint(payload_size)
+
+
+def trailer_v2(groups, total: int, check: int, content_crc: int) -> bytes:
+    """End marker, index, checks and footer.  groups: [(size, coded bytes)]."""
+    t = bytearray([END_MARKER])
+    t += varint(len(groups))
+    for size, coded in groups:
+        t += varint(size)
+        t += varint(coded)
+    t += varint(total)
+    if check == CHECK_CRC32:
+        t += content_crc.to_bytes(4, "little")
+    t += crc32(t).to_bytes(4, "little")
+    return bytes(t) + len(t).to_bytes(4, "little") + FOOTER_MAGIC
+
+
+def parse_start(buf):
+    """(version, flags) of the frame starting at buf[0]; Incomplete or NLMError."""
+    k = min(len(buf), len(MAGIC))
+    if bytes(buf[:k]) != MAGIC[:k]:
+        raise NLMError("not an nlmcodec frame (bad magic)")
+    if len(buf) < 6:
+        raise Incomplete
+    v = buf[4]
+    if v not in READ_VERSIONS:
+        if v > FORMAT_VERSION:
+            raise NLMError(f"unsupported format version {v}: written by a newer nlmcodec "
+                           f"(this build reads versions {', '.join(map(str, READ_VERSIONS))})")
+        raise NLMError(f"unsupported format version {v} (this build reads versions "
+                       f"{', '.join(map(str, READ_VERSIONS))})")
+    return v, buf[5]
+
+
+def parse_header_v2(buf):
+    """(adapt, check, model_id, header length) of a format-2 frame header at buf[0]."""
+    _, flags = parse_start(buf)
+    if flags & ~_FLAG_KNOWN:
+        raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
+    check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
+    if check not in _CHECKS:
+        raise NLMError(f"corrupt frame header: unknown check type {check}")
+    n = 6 + (MODEL_ID_SIZE if flags & FLAG_MODEL else 0)
+    if len(buf) < n + 4:
+        raise Incomplete
+    if crc32(bytes(buf[:n])) != int.from_bytes(buf[n:n + 4], "little"):
+        raise NLMError("corrupt frame header: header checksum mismatch")
+    model_id = bytes(buf[6:n]) if flags & FLAG_MODEL else None
+    return bool(flags & FLAG_ADAPT), check, model_id, n + 4
+
+
+def parse_block_header(buf, pos: int, index: int):
+    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos],
+    or None for the end marker; Incomplete if buf ends inside it."""
+    if pos >= len(buf):
+        raise Incomplete
+    t = buf[pos]
+    if t == END_MARKER:
+        return None
+    kind = t & TYPE_KIND_MASK
+    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START) or kind not in BLOCK_KINDS:
+        raise NLMError(f"corrupt frame: block {index} has unknown type 0x{t:02x}")
+    size, p = read_varint(buf, pos + 1, "block header")
+    psize, p = read_varint(buf, p, "block header")
+    if size == 0:
+        raise NLMError(f"corrupt frame: block {index} is empty")
+    if psize > size:
+        raise NLMError(f"corrupt frame: block {index} payload larger than its data")
+    if kind == BLOCK_STORED and psize != size:
+        raise NLMError(f"corrupt frame: stored block {index} has payload size {psize} != {size}")
+    limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_MODEL_BLOCK
+    if size > limit:
+        raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
+    return kind, bool(t & TYPE_GROUP_START), size, psize, p
+
+
+def parse_trailer_v2(buf, pos: int, check: int):
+    """Parse the index, checks and footer starting at the end marker buf[pos].
+    Returns (groups, total size, content CRC or None, position after the footer)."""
+    start = pos
+    count, p = read_varint(buf, pos + 1, "index")
+    groups = []
+    for _ in range(count):
+        if p >= len(buf):
+            raise Incomplete
+        size, p = read_varint(buf, p, "index")
+        coded, p = read_varint(buf, p, "index")
+        groups.append((size, coded))
+    total, p = read_varint(buf, p, "index")
+    content = None
+    if check == CHECK_CRC32:
+        if len(buf) < p + 4:
+            raise Incomplete
+        content = int.from_bytes(buf[p:p + 4], "little")
+        p += 4
+    if len(buf) < p + 4 + FOOTER_SIZE:
+        raise Incomplete
+    if crc32(bytes(buf[start:p])) != int.from_bytes(buf[p:p + 4], "little"):
+        raise NLMError("corrupt frame trailer: index checksum mismatch")
+    p += 4
+    if int.from_bytes(buf[p:p + 4], "little") != p - start or bytes(buf[p + 4:p + FOOTER_SIZE]) != FOOTER_MAGIC:
+        raise NLMError("corrupt frame trailer: bad footer")
+    return groups, total, content, p + FOOTER_SIZE
+
+
+# ---------------------------------------------------------------------------------------------- format 1
+def parse_header_v1(buf):
+    """(adapt, check, model_id, size, table [(kind, size, psize)], header length) of a format-1 header
+    (written by nlmcodec 0.1.x; read only)."""
+    _, flags = parse_start(buf)
+    if flags & ~(FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_NO_MODEL_V1):
+        raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
+    check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
+    if check not in _CHECKS:
+        raise NLMError(f"corrupt frame header: unknown check type {check}")
+    pos = 6
+    model_id = None
+    if not flags & FLAG_NO_MODEL_V1:
+        if len(buf) < pos + MODEL_ID_SIZE:
+            raise Incomplete
+        model_id = bytes(buf[pos:pos + MODEL_ID_SIZE])
+        pos += MODEL_ID_SIZE
+    size, pos = read_varint(buf, pos, "original size")
+    count, pos = read_varint(buf, pos, "block count")
+    if count > size:
+        raise NLMError(f"corrupt frame header: {count} blocks for {size} bytes")
+    table, total = [], 0
+    for i in range(count):
+        if pos >= len(buf):
+            raise Incomplete
+        t = buf[pos]
+        if t not in BLOCK_KINDS:
+            raise NLMError(f"corrupt frame header: block {i} has unknown type {t}")
+        bsize, pos = read_varint(buf, pos + 1, "block table")
+        psize, pos = read_varint(buf, pos, "block table")
+        if bsize == 0:
+            raise NLMError(f"corrupt frame header: block {i} is empty")
+        if total + bsize > size:
+            raise NLMError("corrupt frame header: block sizes exceed the original size")
+        if t == BLOCK_STORED and psize != bsize:
+            raise NLMError(f"corrupt frame header: stored block {i} has payload size {psize} != {bsize}")
+        if psize > bsize:
+            raise NLMError(f"corrupt frame header: block {i} payload larger than its data")
+        if t == BLOCK_MODEL:
+            if model_id is None:
+                raise NLMError(f"corrupt frame header: word-model block {i} in a frame without a model")
+            if bsize > V1_BLOCK_MAX:
+                raise NLMError(f"corrupt frame header: word-model block {i} larger than {V1_BLOCK_MAX}")
+        table.append((t, bsize, psize))
+        total += bsize
+    if total != size:
+        raise NLMError("corrupt frame header: block sizes do not add up to the original size")
+    if model_id is not None and not any(t == BLOCK_MODEL for t, _, _ in table):
+        raise NLMError("corrupt frame header: model id present but no word-model block")
+    if len(buf) < pos + 4:
+        raise Incomplete
+    if crc32(bytes(buf[:pos])) != int.from_bytes(buf[pos:pos + 4], "little"):
+        raise NLMError("corrupt frame header: header checksum mismatch")
+    return bool(flags & FLAG_ADAPT), check, model_id, size, table, pos + 4
+
+
+# ---------------------------------------------------------------------------------------------- inspection
+def scan_frame(buf):
+    """(FrameInfo, frame length) of the complete frame at the start of buf, from its headers and index
+    alone (nothing is decoded, no model is needed).  Raises NLMError for a truncated or corrupt frame."""
+    try:
+        version, _ = parse_start(buf)
+        if version == 1:
+            adapt, check, model_id, size, table, p = parse_header_v1(buf)
+            p += sum(ps for _, _, ps in table) + (4 if check == CHECK_CRC32 else 0)
+            if len(buf) < p:
+                raise Incomplete
+            blocks = tuple(BlockInfo(BLOCK_KINDS[t], s, ps) for t, s, ps in table)
+            return FrameInfo(1, adapt, check, model_id, size, blocks, None), p
+        adapt, check, model_id, p = parse_header_v2(buf)
+        blocks, seen, i = [], [], 0
+        while True:
+            hdr = parse_block_header(buf, p, i)
+            if hdr is None:
+                break
+            kind, start, size, psize, q = hdr
+            if i == 0 and not start:
+                raise NLMError("corrupt frame: the first block does not start a group")
+            if kind == BLOCK_MODEL and model_id is None:
+                raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
+            if start:
+                seen.append([0, 0])
+            seen[-1][0] += size
+            seen[-1][1] += q - p + psize
+            blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
+            p = q + psize
+            i += 1
+        if len(buf) < p:
+            raise Incomplete
+        groups, total, _, end = parse_trailer_v2(buf, p, check)
+        check_index(groups, total, seen)
+        return FrameInfo(2, adapt, check, model_id, total, tuple(blocks),
+                         tuple(GroupInfo(s, c) for s, c in groups)), end
+    except Incomplete:
+        raise NLMError("truncated frame: the data ends before the end of the frame") from None
+
+
+def check_index(groups, total, seen):
+    """The index must describe exactly the groups the decoder walked through."""
+    if [tuple(g) for g in seen] != [tuple(g) for g in groups]:
+        raise NLMError("corrupt frame trailer: the index does not match the blocks")
+    if total != sum(s for s, _ in groups):
+        raise NLMError("corrupt frame trailer: the total size does not match the index")
 
 
 def get_frame_info(data) -> FrameInfo:
-    """Parse and check the header of the first frame in data (no decoding, no model needed)."""
-    p = _HeaderParser()
+    """FrameInfo of the first frame in data.  Format 2: data must hold the whole frame (its sizes are in
+    the block headers and the trailer); format 1: the header is enough."""
+    buf = memoryview(data).cast("B")
     try:
-        return p.parse(memoryview(data).cast("B"))[0]
-    except _Incomplete:
+        version, _ = parse_start(buf)
+    except Incomplete:
         raise NLMError("truncated frame: the data ends inside the frame header") from None
-
-
-class FrameDecoder:
-    """Decodes one frame incrementally.
-
-    get_codec(model_id, adapt) -> codec is called once the header is read when the frame needs the word
-    model (it raises NLMError for a missing or mismatched model); release_codec(codec) when done.
-    feed(data) appends input and returns whatever output can be produced; eof is True after the content
-    check; unused_data holds the bytes after the frame.  complete=True on feed() means no more input will
-    come, so a frame that cannot finish is reported as truncated right away.
-    """
-
-    def __init__(self, get_codec, release_codec=None):
-        self._get_codec = get_codec
-        self._release_codec = release_codec
-        self._buf = bytearray()
-        self._parser = _HeaderParser()
-        self.info = None
-        self._table = None
-        self._i = 0
-        self._crc = 0
-        self._codec = None
-        self.eof = False
-        self.unused_data = b""
-
-    def feed(self, data, complete: bool = False) -> bytes:
-        if self.eof:
-            raise EOFError("end of frame already reached")
-        self._buf += data
-        out = []
+    if version == 1:
         try:
-            self._run(out, complete)
-        except BaseException:
-            self._close()
-            raise
-        return b"".join(out)
+            adapt, check, model_id, size, table, _ = parse_header_v1(buf)
+        except Incomplete:
+            raise NLMError("truncated frame: the data ends inside the frame header") from None
+        return FrameInfo(1, adapt, check, model_id, size,
+                         tuple(BlockInfo(BLOCK_KINDS[t], s, p) for t, s, p in table), None)
+    return scan_frame(buf)[0]
 
-    def _run(self, out, complete):
-        buf = self._buf
-        if self.info is None:
-            try:
-                info, table, hlen = self._parser.parse(buf)
-            except _Incomplete:
-                if complete:
-                    raise NLMError("truncated frame: the data ends inside the frame header") from None
-                return
-            need = hlen + sum(p for _, _, p in table) + (4 if info.check == CHECK_CRC32 else 0)
-            if complete and len(buf) < need:
-                raise NLMError(f"truncated frame: {need - len(buf)} bytes missing "
-                               f"(compressed data ended before the end of the frame)")
-            if info.model_id is not None:
-                self._codec = self._get_codec(info.model_id, info.adapt)
-                self._codec.reset()
-            del buf[:hlen]
-            self.info, self._table = info, table
-        while self._i < len(self._table):
-            t, size, psize = self._table[self._i]
-            if len(buf) < psize:
-                if complete:
-                    raise NLMError("truncated frame: compressed data ended inside a block")
-                return
-            payload = bytes(buf[:psize])
-            del buf[:psize]
-            if t == BLOCK_STORED:
-                data = payload
-            elif t == BLOCK_LZMA:
-                data = _lzma_decompress(payload, size, self._i)
-            else:
-                try:
-                    data = self._codec.decode_block(payload, size)
-                except NLMError as e:
-                    raise NLMError(f"corrupt word-model block {self._i}: {e}") from None
-                if len(data) != size:
-                    raise NLMError(f"corrupt word-model block {self._i}: decodes to the wrong size")
-            self._crc = zlib.crc32(data, self._crc)
-            out.append(data)
-            self._i += 1
-        if self.info.check == CHECK_CRC32:
-            if len(buf) < 4:
-                if complete:
-                    raise NLMError("truncated frame: compressed data ended before the checksum")
-                return
-            want = int.from_bytes(buf[:4], "little")
-            del buf[:4]
-            if want != self._crc:
-                raise NLMError("CRC32 mismatch: the decompressed data is corrupt")
-        self.eof = True
-        self.unused_data = bytes(buf)
-        self._buf = bytearray()
-        self._close()
 
-    def _close(self):
-        if self._codec is not None and self._release_codec is not None:
-            self._release_codec(self._codec)
-        self._codec = None
+def list_frames(f):
+    """[(FrameInfo, frame length)] of every frame in a binary file object (read from its current position
+    to the end; each frame is read from its headers and index, in pieces, never decoded).  Trailing bytes
+    that are not a frame raise NLMError."""
+    out = []
+    base = f.tell()
+    end = f.seek(0, io.SEEK_END)
+    pos = base
+    while pos < end:
+        f.seek(pos)
+        head = f.read(HEADER_SIZE_V2 + MODEL_ID_SIZE)
+        try:
+            version, _ = parse_start(head)
+        except Incomplete:
+            raise NLMError("truncated frame: the data ends inside the frame header") from None
+        if version == 1:
+            # format-1 frames are bounded by their header; read the whole frame
+            f.seek(pos)
+            info, n = scan_frame(f.read())
+        else:
+            info, n = _scan_file_v2(f, pos)
+        out.append((info, n))
+        pos += n
+    f.seek(base)
+    return out
+
+
+def _scan_file_v2(f, pos):
+    """scan_frame for a format-2 frame at offset pos of a seekable file: block headers are read one by
+    one (a few bytes each), payloads are skipped."""
+    f.seek(pos)
+    head = f.read(HEADER_SIZE_V2 + MODEL_ID_SIZE)
+    try:
+        adapt, check, model_id, p = parse_header_v2(head)
+    except Incomplete:
+        raise NLMError("truncated frame: the data ends inside the frame header") from None
+    blocks, seen, i = [], [], 0
+    cur = pos + p
+    while True:
+        f.seek(cur)
+        h = f.read(1 + 2 * MAX_VARINT_BYTES)
+        try:
+            hdr = parse_block_header(h, 0, i)
+        except Incomplete:
+            raise NLMError("truncated frame: the data ends inside a block header") from None
+        if hdr is None:
+            break
+        kind, start, size, psize, q = hdr
+        if i == 0 and not start:
+            raise NLMError("corrupt frame: the first block does not start a group")
+        if start:
+            seen.append([0, 0])
+        seen[-1][0] += size
+        seen[-1][1] += q + psize
+        blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
+        cur += q + psize
+        i += 1
+    f.seek(cur)
+    tail = f.read(1 + MAX_VARINT_BYTES * (2 + 2 * len(seen)) + 8 + FOOTER_SIZE)
+    try:
+        groups, total, _, n = parse_trailer_v2(tail, 0, check)
+    except Incomplete:
+        raise NLMError("truncated frame: the data ends inside the frame trailer") from None
+    check_index(groups, total, seen)
+    info = FrameInfo(2, adapt, check, model_id, total, tuple(blocks), tuple(GroupInfo(s, c) for s, c in groups))
+    return info, cur + n - pos
+
+
+__all__ = ["FrameInfo", "BlockInfo", "GroupInfo", "get_frame_info", "list_frames", "NLMError"]

@@ -1,0 +1,321 @@
+"""The decoder: walks one frame (format 1 or 2; layout in _frame.py) and produces its bytes on demand,
+a block at a time (one thread) or a group per worker (several threads), checking everything on the way.
+
+Memory: the input it has not used, plus at most one block of output (one thread) or one group of output
+per thread.  The input buffer is consumed through an offset and compacted, so feeding it in small
+pieces costs linear time.
+"""
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+import threading
+
+from ._errors import NLMError
+from . import _frame as F
+
+READ_CHUNK = 1 << 20          # lzma blocks are decoded in pieces of at most this many bytes
+
+
+class _Block:
+    __slots__ = ("kind", "start", "size", "payload", "index")
+
+    def __init__(self, kind, start, size, payload, index):
+        self.kind, self.start, self.size, self.payload, self.index = kind, start, size, payload, index
+
+
+class FrameDecoder:
+    """Decodes one frame.
+
+    get_codec(model_id, adapt) -> codec is called (once per thread) at the first word-model block; it
+    raises NLMError for a missing or mismatched model.  release_codec(codec) when done.  feed(data) adds
+    input; read(complete) returns the next piece of output, or None when nothing can be produced without
+    more input (eof is True at the end of the frame, unused_data then holds the bytes after it).
+    complete=True: no more input will come, so a frame that cannot finish is reported as truncated.
+    """
+
+    def __init__(self, get_codec, release_codec=None, threads: int = 1):
+        self._get_codec, self._release_codec = get_codec, release_codec
+        self._threads = max(1, int(threads))
+        self._buf = bytearray()
+        self._pos = 0
+        self._stage = "start"
+        self.version = None
+        self.adapt = None
+        self.check = None
+        self.model_id = None
+        self.info = None              # FrameInfo at the end of the frame (format 1: after the header)
+        self._crc = 0
+        self._out_size = 0
+        self._codec = None
+        self._codecs = []
+        self._lock = threading.Lock()
+        self._reset = True
+        self._nblock = 0
+        self._groups = []             # format 2: [size, coded bytes] of the groups seen
+        self._blocks = []             # BlockInfo of the blocks seen
+        self._lz = None               # LzmaBlockReader of the lzma block being read
+        self._table = None            # format 1: the block table
+        self._group = None            # threads: blocks of the group being gathered
+        self._ended = False           # threads: the end marker has been read
+        self._inflight = deque()
+        self._pool = None
+        self.eof = False
+        self.unused_data = b""
+        self.progress = 0             # bytes of output produced
+
+    # ------------------------------------------------------------------------------------------ input
+    def feed(self, data) -> None:
+        if len(data):
+            if self._pos > (1 << 16) and self._pos * 2 > len(self._buf):
+                del self._buf[:self._pos]
+                self._pos = 0
+            self._buf += data
+
+    def _avail(self) -> int:
+        return len(self._buf) - self._pos
+
+    def _take(self, n: int) -> bytes:
+        b = bytes(self._buf[self._pos:self._pos + n])
+        self._pos += n
+        return b
+
+    def _rest(self) -> memoryview:
+        return memoryview(self._buf)[self._pos:]
+
+    # ------------------------------------------------------------------------------------------ codecs
+    def _take_codec(self):
+        with self._lock:
+            if self._codecs:
+                return self._codecs.pop()
+        c = self._get_codec(self.model_id, self.adapt)
+        return c
+
+    def _give_codec(self, c):
+        with self._lock:
+            self._codecs.append(c)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        codecs, self._codecs = self._codecs, []
+        if self._codec is not None:
+            codecs.append(self._codec)
+            self._codec = None
+        if self._release_codec is not None:
+            for c in codecs:
+                self._release_codec(c)
+
+    # ------------------------------------------------------------------------------------------ output
+    def read(self, complete: bool = False):
+        if self.eof:
+            return None
+        try:
+            out = self._step(complete)
+        except F.Incomplete:
+            if complete:
+                raise NLMError(self._truncated_message()) from None
+            return None
+        except BaseException:
+            self.close()
+            raise
+        if out:
+            self._crc = F.crc32(out, self._crc)
+            self._out_size += len(out)
+            self.progress = self._out_size
+        return out
+
+    def _truncated_message(self):
+        where = {"start": "inside the frame header", "header": "inside the frame header",
+                 "blocks": "inside a block", "trailer": "inside the frame trailer",
+                 "v1blocks": "inside a block", "v1crc": "before the checksum"}[self._stage]
+        return f"truncated frame: compressed data ended {where}"
+
+    def _step(self, complete):
+        """One piece of output (b"" when a stage ended without output); raises Incomplete."""
+        while True:
+            st = self._stage
+            if st == "start":
+                self.version, _ = F.parse_start(self._rest())
+                self._stage = "header"
+            elif st == "header":
+                self._parse_header()
+            elif st == "blocks":
+                out = self._next_v2(complete) if self._threads == 1 else self._next_threaded(complete)
+                if out is not None:
+                    return out
+            elif st == "trailer":
+                self._parse_trailer()
+                return b""
+            elif st == "v1blocks":
+                out = self._next_v1()
+                if out is not None:
+                    return out
+            elif st == "v1crc":
+                self._check_content(int.from_bytes(self._take(4), "little")
+                                    if self.check == F.CHECK_CRC32 and self._need(4) else None)
+                self._finish()
+                return b""
+            else:  # pragma: no cover
+                raise AssertionError(st)
+
+    def _need(self, n):
+        if self._avail() < n:
+            raise F.Incomplete
+        return True
+
+    def _parse_header(self):
+        if self.version == 1:
+            adapt, check, model_id, size, table, n = F.parse_header_v1(self._rest())
+            self.info = F.FrameInfo(1, adapt, check, model_id, size,
+                                    tuple(F.BlockInfo(F.BLOCK_KINDS[t], s, p) for t, s, p in table), None)
+            self._table = table
+            self._stage = "v1blocks"
+            self._threads = 1          # format 1 has one chain of state: nothing to share out
+        else:
+            adapt, check, model_id, n = F.parse_header_v2(self._rest())
+            self._stage = "blocks"
+        self.adapt, self.check, self.model_id = adapt, check, model_id
+        self._pos += n
+
+    def _decode(self, codec, b: _Block) -> bytes:
+        if b.kind == F.BLOCK_STORED:
+            return b.payload
+        if b.kind == F.BLOCK_LZMA:
+            return F.lzma_decompress(b.payload, b.size, b.index)
+        try:
+            data = codec.decode_block(b.payload, b.size)
+        except NLMError as e:
+            raise NLMError(f"corrupt word-model block {b.index}: {e}", code=e.code) from None
+        if len(data) != b.size:
+            raise NLMError(f"corrupt word-model block {b.index}: decodes to the wrong size")
+        return data
+
+    def _model_codec(self):
+        if self._codec is None:
+            self._codec = self._take_codec()
+        if self._reset:
+            self._codec.reset()
+            self._reset = False
+        return self._codec
+
+    # format 1 ------------------------------------------------------------------------------------
+    def _next_v1(self):
+        if self._nblock == len(self._table):
+            self._stage = "v1crc"
+            return None
+        t, size, psize = self._table[self._nblock]
+        self._need(psize)
+        b = _Block(t, self._nblock == 0, size, self._take(psize), self._nblock)
+        self._nblock += 1
+        return self._decode(self._model_codec() if t == F.BLOCK_MODEL else None, b)
+
+    # format 2 ------------------------------------------------------------------------------------
+    def _parse_block(self):
+        """The next block (payload present) or None at the end marker; raises Incomplete."""
+        rest = self._rest()
+        i = self._nblock
+        hdr = F.parse_block_header(rest, 0, i)
+        if hdr is None:
+            return None
+        kind, start, size, psize, p = hdr
+        if i == 0 and not start:
+            raise NLMError("corrupt frame: the first block does not start a group")
+        if kind == F.BLOCK_MODEL and self.model_id is None:
+            raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
+        if len(rest) < p + psize:
+            raise F.Incomplete
+        del rest
+        self._pos += p
+        b = _Block(kind, start, size, self._take(psize), i)
+        if start:
+            self._groups.append([0, 0])
+        self._groups[-1][0] += size
+        self._groups[-1][1] += p + psize
+        self._blocks.append(F.BlockInfo(F.BLOCK_KINDS[kind], size, psize))
+        self._nblock += 1
+        return b
+
+    def _next_v2(self, complete):
+        if self._lz is not None:
+            out = self._lz.read(READ_CHUNK)
+            if self._lz.done:
+                self._lz = None
+            return out
+        b = self._parse_block()
+        if b is None:
+            self._stage = "trailer"
+            return None
+        if b.start:
+            self._reset = True
+        if b.kind == F.BLOCK_LZMA:
+            self._lz = F.LzmaBlockReader(b.payload, b.size, b.index)
+            return self._next_v2(complete)
+        return self._decode(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
+
+    def _run_group(self, blocks):
+        codec = None
+        try:
+            out = []
+            for j, b in enumerate(blocks):
+                if b.kind == F.BLOCK_MODEL and codec is None:
+                    codec = self._take_codec()
+                    codec.reset()
+                out.append(self._decode(codec, b))
+            return b"".join(out)
+        finally:
+            if codec is not None:
+                self._give_codec(codec)
+
+    def _next_threaded(self, complete):
+        """Gather whole groups, decode up to `threads` of them at once, return their output in order."""
+        while not self._ended and len(self._inflight) < self._threads:
+            try:
+                b = self._parse_block()
+            except F.Incomplete:
+                break
+            if b is None:
+                self._ended = True
+            if (b is None or b.start) and self._group:
+                self._submit(self._group)
+                self._group = None
+            if b is not None:
+                self._group = (self._group or []) + [b]
+        if not self._inflight:
+            if self._ended:
+                self._stage = "trailer"
+                return None
+            raise F.Incomplete
+        head = self._inflight[0]
+        if not head.done() and not self._ended and not complete and len(self._inflight) < self._threads:
+            raise F.Incomplete        # the input ends inside a group: more input first; the workers go on
+        self._inflight.popleft()
+        return head.result()
+
+    def _submit(self, blocks):
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec-d")
+        self._inflight.append(self._pool.submit(self._run_group, blocks))
+
+    def _parse_trailer(self):
+        groups, total, content, n = F.parse_trailer_v2(self._rest(), 0, self.check)
+        F.check_index(groups, total, self._groups)
+        if total != self._out_size:
+            raise NLMError("corrupt frame trailer: the total size does not match the decoded size")
+        self._pos += n
+        self._check_content(content)
+        self.info = F.FrameInfo(2, self.adapt, self.check, self.model_id, total, tuple(self._blocks),
+                                tuple(F.GroupInfo(s, c) for s, c in groups))
+        self._finish()
+
+    def _check_content(self, want):
+        if want is not None and want != self._crc:
+            raise NLMError("CRC32 mismatch: the decompressed data is corrupt")
+
+    def _finish(self):
+        self.eof = True
+        self.unused_data = bytes(self._rest())
+        self._buf = bytearray()
+        self._pos = 0
+        self.close()

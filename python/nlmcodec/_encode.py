@@ -1,0 +1,321 @@
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-2 frames
+(layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
+
+Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
+
+* Groups of GROUP_SIZE input bytes (cut after the last newline in the final 4 KiB, else the last space,
+  else at the size), each coded from the trained state.  The cut depends only on the input, never on how
+  it was fed or on the thread count, so the frame is the same for any number of threads.
+* Blocks of BLOCK_SIZE bytes inside a group (same cut rule), so one call into C is about a second of
+  work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
+  word-model block when that is strictly smaller than lzma and stored (counting the 32-byte model id in
+  a one-group frame); otherwise the codec is restore()d, so its state is what the decoder will have.
+* The blocks that are not word-model blocks form runs; each run is coded as one lzma block (or stored).
+  A group that mixes the two kinds is also tried as one lzma block, and the smaller coding is kept.
+* Speed only: every PROBE_SPAN blocks, when at least 256 KiB of the group are left, the model codes the
+  next 32 KiB and is rolled back; it is skipped for those blocks when it is more than PROBE_RATIO times
+  lzma preset 1 on the same bytes (XML, logs, code, other languages are not coded twice).
+"""
+from __future__ import annotations
+
+import lzma
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+from ._errors import ERR_UNSUPPORTED, NLMError
+from . import _frame as F
+
+GROUP_SIZE = 4 << 20          # input bytes per group (chosen by the measurement in FORMAT.md §7.4)
+BLOCK_SIZE = 1 << 16          # input bytes per block
+CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
+PROBE_SIZE = 32 * 1024
+PROBE_SPAN = 16               # blocks covered by one probe
+PROBE_MIN_LEFT = 8 * PROBE_SIZE
+PROBE_RATIO = 1.25
+LZMA_PRESET = 9 | lzma.PRESET_EXTREME
+BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
+
+# bytes that count as binary: the C0 controls other than the whitespace controls, and DEL
+_BINARY_BYTES = bytes([b for b in range(32) if b not in (9, 10, 11, 12, 13)] + [127])
+
+
+def cut_point(buf, start: int, limit: int) -> int:
+    """Length of the piece starting at buf[start], given more than `limit` bytes from there on."""
+    lo, hi = start + limit - CUT_WINDOW, start + limit
+    i = buf.rfind(b"\n", lo, hi)
+    if i < 0:
+        i = buf.rfind(b" ", lo, hi)
+    return (i + 1 if i >= 0 else hi) - start
+
+
+def _pieces(buf, limit: int):
+    """(start, length) of the pieces buf is cut into: every piece but the last is cut by cut_point."""
+    pos, n = 0, len(buf)
+    while n - pos > limit:
+        k = cut_point(buf, pos, limit)
+        yield pos, k
+        pos += k
+    if pos < n:
+        yield pos, n - pos
+
+
+def _looks_binary(block) -> bool:
+    n_bin = len(block) - len(bytes(block).translate(None, _BINARY_BYTES))
+    return n_bin * BINARY_SKIP_FRACTION > len(block)
+
+
+def _try_model(codec, block):
+    """Word-model payload of block, or None when the model cannot code it (the state is then unchanged:
+    the core refuses before touching it).  Other core errors propagate."""
+    try:
+        return codec.encode_block(block)
+    except NLMError as e:
+        if e.code == ERR_UNSUPPORTED:
+            return None
+        raise
+
+
+def _probe_says_model(codec, buf, pos: int) -> bool:
+    """Speed heuristic (see the module docstring); the codec state is rolled back."""
+    end = min(len(buf), pos + PROBE_SIZE)
+    k = buf.rfind(b"\n", pos, end) + 1 or end
+    probe = buf[pos:k]
+    codec.save()
+    try:
+        payload = _try_model(codec, probe)
+    finally:
+        codec.restore()
+    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1))
+
+
+def _plain(raw):
+    """Parts for bytes that do not use the word model: one lzma block if smaller, else stored blocks."""
+    if len(raw) <= F.MAX_LZMA_BLOCK:
+        lz = F.lzma_compress(raw, LZMA_PRESET)
+        if len(lz) < len(raw):
+            return [(F.BLOCK_LZMA, len(raw), lz)]
+    return [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
+
+
+def _coded_size(parts) -> int:
+    return sum(len(F.block_header(t, False, s, len(p))) + len(p) for t, s, p in parts)
+
+
+def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
+    """Code one group (`raw`, at most GROUP_SIZE bytes) from the trained state.
+
+    codec: a _core.Codec or None (no word model); single: the frame has this one group, so the model id
+    is paid only if a block uses the model.  on_block(n) is called after each block of n bytes; cancel,
+    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model).
+    """
+    parts, run = [], []               # run: (start, length) of the pending non-model blocks
+    used = False
+    if codec is not None:
+        codec.reset()
+    probe_ok = codec is not None
+    for i, (pos, k) in enumerate(_pieces(raw, BLOCK_SIZE)):
+        if cancel is not None and cancel.is_set():
+            raise KeyboardInterrupt("compression cancelled")
+        block = raw[pos:pos + k]
+        if codec is not None and i % PROBE_SPAN == 0:
+            probe_ok = len(raw) - pos < PROBE_MIN_LEFT or _probe_says_model(codec, raw, pos)
+        payload = None
+        if probe_ok and not _looks_binary(block):
+            codec.save()
+            payload = _try_model(codec, block)
+            if payload is not None:
+                best = k
+                if len(payload) * 5 > 4 * len(F.lzma_compress(block, 1)):
+                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
+                penalty = F.MODEL_ID_SIZE if single and not used else 0
+                if len(payload) + penalty >= best:
+                    codec.restore()   # the decoder never runs the model on this block
+                    payload = None
+        if payload is None:
+            run.append((pos, k))
+        else:
+            if run:
+                parts += _plain(raw[run[0][0]:pos])
+                run = []
+            parts.append((F.BLOCK_MODEL, k, payload))
+            used = True
+        if on_block is not None:
+            on_block(k)
+    if run:
+        parts += _plain(raw[run[0][0]:])
+    if used and any(t != F.BLOCK_MODEL for t, _, _ in parts):
+        alt = _plain(raw)
+        if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
+            parts, used = alt, False
+    out = bytearray()
+    for j, (t, size, payload) in enumerate(parts):
+        out += F.block_header(t, j == 0, size, len(payload))
+        out += payload
+    return bytes(out), used
+
+
+class FrameEncoder:
+    """Writes one format-2 frame, a group at a time.
+
+    get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
+    32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups
+    coded at once (each on its own codec); the bytes do not depend on it.  progress: input bytes coded.
+    """
+
+    def __init__(self, get_codec, release_codec, model_id, adapt: bool, check: int, threads: int = 1,
+                 group_size: int = GROUP_SIZE):
+        if check not in F._CHECKS:
+            raise ValueError(f"check must be CHECK_NONE or CHECK_CRC32, not {check!r}")
+        if get_codec is not None and (not isinstance(model_id, bytes) or len(model_id) != F.MODEL_ID_SIZE):
+            raise ValueError("model_id must be 32 bytes")
+        if group_size < 2 * CUT_WINDOW or group_size > F.MAX_LZMA_BLOCK:
+            raise ValueError("group_size out of range")
+        self._get_codec, self._release_codec = get_codec, release_codec
+        self._model_id, self._adapt, self._check = model_id, bool(adapt), check
+        self._threads = max(1, int(threads))
+        self._group_size = group_size
+        self._pending = bytearray()
+        self._size = 0
+        self._crc = 0
+        self._groups = []             # (size, coded bytes) for the index
+        self._header_done = False
+        self._done = False
+        self._error = None
+        self._codecs = []             # free codecs
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._inflight = deque()      # futures of (group bytes, used), in order (threads > 1)
+        self._pool = None
+        self.progress = 0
+
+    # -- codecs, shared by the worker threads
+    def _take_codec(self):
+        if self._get_codec is None:
+            return None
+        with self._lock:
+            if self._codecs:
+                return self._codecs.pop()
+        return self._get_codec()
+
+    def _give_codec(self, codec):
+        if codec is not None:
+            with self._lock:
+                self._codecs.append(codec)
+
+    def _on_block(self, n):
+        with self._lock:
+            self.progress += n
+
+    def _run_group(self, raw, single):
+        codec = self._take_codec()
+        try:
+            return encode_group(codec, raw, single, self._on_block, self._cancel)
+        finally:
+            self._give_codec(codec)
+
+    # -- output
+    def _emit(self, raw_size, group_bytes, used, single, out):
+        if not self._header_done:
+            with_id = self._get_codec is not None and (used or not single)
+            out.append(F.header_v2(self._adapt, self._check, self._model_id if with_id else None))
+            self._header_done = True
+        self._groups.append((raw_size, len(group_bytes)))
+        out.append(group_bytes)
+
+    def _submit(self, raw, single, out):
+        if self._threads == 1:
+            self._emit(len(raw), *self._run_group(raw, single), single, out)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec")
+        self._inflight.append((len(raw), single, self._pool.submit(self._run_group, raw, single)))
+        self._collect(out, keep=self._threads)
+
+    def _collect(self, out, keep):
+        """Emit the finished groups at the head of the queue, waiting for the oldest while more than
+        `keep` groups are in flight."""
+        while self._inflight:
+            size, single, fut = self._inflight[0]
+            if len(self._inflight) <= keep and not fut.done():
+                break
+            group_bytes, used = fut.result()
+            self._inflight.popleft()
+            self._emit(size, group_bytes, used, single, out)
+
+    def _guard(self, fn, *args):
+        if self._error is not None:
+            raise self._error
+        try:
+            return fn(*args)
+        except BaseException as e:
+            self._error = e if isinstance(e, (NLMError, MemoryError)) else \
+                NLMError(f"the compressor was stopped by an earlier error ({type(e).__name__})")
+            self._shutdown()
+            raise
+
+    def _shutdown(self):
+        self._cancel.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        codecs, self._codecs = self._codecs, []
+        if self._release_codec is not None:
+            for c in codecs:
+                self._release_codec(c)
+
+    def feed(self, data) -> bytes:
+        if self._done:
+            raise ValueError("the frame is already finished")
+        return self._guard(self._feed, data)
+
+    def _feed(self, data):
+        mv = memoryview(data).cast("B")
+        out = []
+        if len(mv):
+            self._size += len(mv)
+            if self._size > F.MAX_SIZE:
+                raise OverflowError("input too large for one frame")
+            self._crc = F.crc32(mv, self._crc)
+            self._pending += mv
+            pos, g = 0, self._group_size
+            while len(self._pending) - pos > g:
+                k = cut_point(self._pending, pos, g)
+                self._submit(bytes(self._pending[pos:pos + k]), False, out)
+                pos += k
+            if pos:
+                del self._pending[:pos]
+        self._collect(out, keep=len(self._inflight))
+        return b"".join(out)
+
+    def finish(self) -> bytes:
+        if self._done:
+            raise ValueError("the frame is already finished")
+        return self._guard(self._finish)
+
+    def _finish(self):
+        out = []
+        if self._pending or not self._groups and not self._inflight:
+            single = not self._groups and not self._inflight
+            if self._pending:
+                raw, self._pending = bytes(self._pending), bytearray()
+                self._submit(raw, single, out)
+        self._collect(out, keep=0)
+        if not self._header_done:      # empty input
+            out.append(F.header_v2(self._adapt, self._check, None))
+            self._header_done = True
+        out.append(F.trailer_v2(self._groups, self._size, self._check, self._crc))
+        self._done = True
+        self._shutdown()
+        return b"".join(out)
+
+
+def max_compressed_size(n: int, group_size: int = GROUP_SIZE) -> int:
+    """Upper bound on the frame the encoder writes for an n-byte input (codec/FORMAT.md §7.5)."""
+    groups = -(-n // (group_size - CUT_WINDOW + 1))
+    blocks = groups + -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
+    vi = lambda v: len(F.varint(v))
+    header = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE
+    trailer = 1 + vi(groups) + groups * (vi(group_size) + vi(group_size + (group_size // BLOCK_SIZE + 2) * 7)) \
+        + vi(n) + 4 + 4 + F.FOOTER_SIZE
+    return n + header + trailer + blocks * (1 + vi(BLOCK_SIZE) * 2)
