@@ -1,0 +1,116 @@
+"""Fallback blocks and threads with the real codec (issue 8): what compress writes, decompress reads back.
+
+* a Hypothesis property over adversarial mixtures (whitespace runs of 65,535 / 65,536 / 70,000 bytes,
+  words over 32 bytes, 20-digit numbers, NUL, invalid UTF-8, binary islands), placed at block
+  boundaries, in both modes;
+* the reproducer of issue 8 (a 70,000-byte space run between English texts, default model, static);
+* the same frame for every thread count, and any thread count decodes any frame.
+"""
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import corpus_cache as cc
+import nlmcodec
+from nlmcodec import _encode
+from conftest import word_salad
+
+B = _encode.BLOCK_SIZE
+
+ISLANDS = {
+    "spaces65535": b" " * 65535,
+    "spaces65536": b" " * 65536,
+    "spaces70000": b" " * 70000,
+    "tabs70000": b"\t" * 70000,
+    "newlines70000": b"\n" * 70000,
+    "mixed_ws": b" \t" * 40000,
+    "long_word": b"Pneumonoultramicroscopicsilicovolcanoconiosis" * 3,
+    "digits20": b"12345678901234567890 98765432109876543210",
+    "nul": b"\x00" * 300,
+    "bad_utf8": b"\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\xbc" * 50,
+    "binary": bytes(range(256)) * 40,
+}
+
+PROPERTY_RUNS = 20
+island = st.sampled_from(sorted(ISLANDS))
+segment = st.tuples(island, st.integers(0, 64), st.integers(200, 30000))   # island, offset from a block end, text
+
+
+def _mixture(segments, seed):
+    """Text and islands, each island placed `off` bytes before the next 64 KiB boundary."""
+    out = bytearray(word_salad(500, seed=seed) + b"\n")
+    for i, (name, off, ntext) in enumerate(segments):
+        room = (-len(out) - off) % B
+        out += word_salad(room // 5 + 1, seed=seed + i)[:room]
+        out += ISLANDS[name]
+        out += b" " + word_salad(ntext // 5, seed=seed + 100 + i) + b"\n"
+    return bytes(out)
+
+
+@settings(max_examples=PROPERTY_RUNS, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                           HealthCheck.too_slow])
+@given(segments=st.lists(segment, min_size=1, max_size=4), seed=st.integers(0, 1000), adapt=st.booleans())
+def test_adversarial_mixtures_round_trip(tiny_model, segments, seed, adapt):
+    data = _mixture(segments, seed)
+    f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
+    assert nlmcodec.decompress(f, model=tiny_model) == data
+    assert len(f) <= _encode.max_compressed_size(len(data))
+
+
+def test_refused_whole_block_between_model_blocks(tiny_model):
+    """A block made only of a 65,536-byte whitespace run is refused by the word model; the blocks on
+    both sides are word-model blocks and the frame decodes (both modes)."""
+    head = word_salad(3000, seed=4) + b"\n"
+    data = head + b" " * ((-len(head)) % B) + b" " * B + b"\t" * 10 + word_salad(15000, seed=5)
+    for adapt in (False, True):
+        f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
+        kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
+        assert kinds[0] == "model" and kinds[-1] == "model" and len(kinds) >= 3
+        assert nlmcodec.decompress(f, model=tiny_model) == data
+
+
+def _frame_with(model, data, adapt, threads, group_size):
+    enc = _encode.FrameEncoder(lambda: nlmcodec._acquire_codec(model, adapt), nlmcodec._release_codec,
+                               model.model_id, adapt, nlmcodec.CHECK_CRC32, threads, group_size=group_size)
+    return enc.feed(data) + enc.finish()
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
+    """Small groups (the group size is the encoder's policy, the same for every thread count)."""
+    data = _mixture([("binary", 10, 9000), ("spaces70000", 0, 20000)], 7) + word_salad(60000, seed=8)
+    frames = {t: _frame_with(tiny_model, data, adapt, t, 80 << 10) for t in (1, 2, 3, 8)}
+    assert len(set(frames.values())) == 1
+    f = frames[1]
+    assert len(nlmcodec.get_frame_info(f).groups) >= 4
+    for t in (1, 2, 3, 8):
+        assert nlmcodec.decompress(f, model=tiny_model, threads=t) == data
+    # incremental decoding with threads, fed in small pieces, max_length respected
+    d = nlmcodec.NLMDecompressor(model=tiny_model, threads=3)
+    got = bytearray()
+    for i in range(0, len(f), 5000):
+        got += d.decompress(f[i:i + 5000], max_length=30000)
+        while not d.needs_input and not d.eof:
+            got += d.decompress(b"", max_length=30000)
+    assert d.eof and bytes(got) == data
+
+
+@pytest.mark.slow
+def test_threads_identical_frames_default_groups(tiny_model):
+    """The shipped group size: 1, 2, 3 and 8 threads write the same frame, any count decodes it."""
+    data = (word_salad(400000, seed=11) + b"\n") * 5                       # ~11 MB: 3 groups
+    frames = {t: nlmcodec.compress(data, model=tiny_model, adapt=True, threads=t) for t in (1, 2, 3, 8)}
+    assert len(set(frames.values())) == 1
+    f = frames[1]
+    assert len(nlmcodec.get_frame_info(f).groups) >= 2
+    for t in (1, 2, 8):
+        assert nlmcodec.decompress(f, threads=t) == data
+
+
+@pytest.mark.slow
+def test_issue8_reproducer(default_model):
+    """The input that made format 1 write an undecodable frame (default model, static)."""
+    book1, book2 = cc.read(cc.find("book1")), cc.read(cc.find("book2"))
+    alice, lcet10 = cc.read(cc.find("alice29.txt")), cc.read(cc.find("lcet10.txt"))
+    data = book1[:700000] + b" " * 70000 + book1[700000:] + book2[:300000] + alice + lcet10
+    f = nlmcodec.compress(data, model=default_model, adapt=False)
+    assert nlmcodec.decompress(f) == data
