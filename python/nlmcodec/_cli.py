@@ -1,32 +1,48 @@
 """The ``nlmcodec`` command line (``python -m nlmcodec`` / console script ``nlmcodec``).
 
+This module owns the CLI: options, files and their safety rules, streaming, the progress line and signals.
+
 Follows xz/zstd conventions (see guide CONVENTIONS.md §2): ``nlmcodec FILE`` writes ``FILE.nlm`` and keeps
 ``FILE``; ``-d`` strips the suffix; ``-c`` writes to stdout; ``-t`` tests; ``-l`` lists.  Exit status: 0 ok,
-1 error, 2 warning (an error wins over a warning).  Bad options exit 1, not argparse's 2.
+1 error, 2 warning (an error wins over a warning), 128 + N after signal N (130 Ctrl-C, 143 SIGTERM,
+129 SIGHUP).  Bad options exit 1, not argparse's 2.
 
 Safety rules: output goes to a temporary file in the destination directory that is renamed into place only
-after it has been completely written and fsynced; an existing file is never replaced without ``-f``; the
-input is removed only with ``--rm``, only when writing to a file, and only after the output has been verified.
+after it has been completely written and fsynced; every write is checked (a short write, a full disk or a
+closed pipe is an error); an existing file is never replaced without ``-f``; the input is removed only with
+``--rm``, only when writing to a file, only after the output has been verified and only if the input is
+unchanged since it was opened.
 
-Only the public API of :mod:`nlmcodec` is used.  ``--train`` is delegated to :func:`nlmcodec.train.main`
-(it receives the command line without ``--train``), ``-b/--bench`` to ``nlmcodec._bench.bench_main(files, opts)``.
+Streaming: inputs are read in CHUNK pieces and output is written as the coder returns it.  The coding runs
+in a worker thread; the main thread redraws the progress line and handles SIGINT/SIGTERM/SIGHUP (it removes
+the temporary outputs and exits at once, even while a C call of the coder is running).
+
+Only the public API of :mod:`nlmcodec` is used, plus ``nlmcodec._frame.list_frames`` for ``-l`` when it
+exists.  ``--train`` is delegated to :mod:`nlmcodec.train` (``parse_args`` and ``run``),
+``-b/--bench`` to ``nlmcodec._bench.bench_main(files, opts)``.
 """
 
 import argparse
+import errno
 import hashlib
+import inspect
 import io
 import json
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
 
 PROG = "nlmcodec"
 DEFAULT_SUFFIX = ".nlm"
-CHUNK = 1 << 16            # bytes fed to the incremental objects at a time (also the progress granularity)
-PROGRESS_MIN_SIZE = 1 << 16  # no progress bar for inputs smaller than this
+CHUNK = 1 << 16              # bytes read from the input at a time
+PROGRESS_MIN_SIZE = 1 << 20  # by default no progress line for inputs smaller than this
+TICK = 0.25                  # seconds between redraws of the progress line (and checks of the worker)
 EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
+SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -58,10 +74,17 @@ class _Status:
 
 
 def _eprint(msg):
-    try:
-        print(msg, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
+    with _PROGRESS.lock:
+        _PROGRESS.erase()
+        try:
+            print(msg, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+def _cli_words(msg):
+    """API messages name API arguments; on the command line the option is -m MODEL."""
+    return str(msg).replace("pass it with model=", "pass it with -m MODEL").replace("pass model=", "use -m MODEL")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,16 +94,244 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# temporary outputs and signals
+
+class _Temps:
+    """The temporary output files that exist right now (removed by the signal handler)."""
+    lock = threading.RLock()
+    paths = set()
+    dying = False
+
+
+def _on_signal(signum, frame):
+    """Runs in the main thread: remove the temporary outputs, say why, exit 128 + signum at once."""
+    if _Temps.lock.acquire(timeout=1.0):   # the worker holds it only around mkstemp / unlink
+        _Temps.dying = True
+    for p in list(_Temps.paths):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+    why = "interrupted" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
+    if _PROGRESS.lock.acquire(timeout=0.5):
+        _PROGRESS.erase()
+    if _PROGRESS.quiet < 2:
+        try:
+            sys.stderr.write(f"{PROG}: {why}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(128 + signum)
+
+
+def _supervised(fn):
+    """Run ``fn()`` in a worker thread while the main thread handles signals and draws the progress line.
+
+    In the main thread only (signal handlers cannot be set elsewhere); otherwise ``fn()`` runs directly.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    old = {}
+    for name in SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            old[sig] = signal.signal(sig, _on_signal)
+    result = {}
+
+    def work():
+        try:
+            result["rc"] = fn()
+        except BaseException as e:  # handed to the main thread
+            result["exc"] = e
+
+    try:
+        t = threading.Thread(target=work, name="nlmcodec-worker", daemon=True)
+        t.start()
+        while t.is_alive():
+            t.join(TICK)
+            _PROGRESS.tick()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if "exc" in result:
+        raise result["exc"]
+    return result["rc"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# progress line (drawn by the main thread from the counters the worker updates)
+
+class _Job:
+    """One coding pass: ``total`` bytes of input; ``done()`` is the coder's ``progress`` counter when it has
+    one (input bytes consumed by the coder, updated by its worker threads), else the bytes fed to it."""
+
+    def __init__(self, label, total):
+        self.label = label
+        self.total = total
+        self.t0 = time.monotonic()
+        self.coder = None   # the NLMCompressor / NLMDecompressor being fed
+        self.base = 0       # input bytes consumed by the coders before the current one
+        self.fed = 0        # input bytes given to the coders so far
+
+    def done(self):
+        p = getattr(self.coder, "progress", None)
+        if isinstance(p, int) and not isinstance(p, bool):
+            return min(self.base + p, self.fed)
+        return self.fed
+
+
+class _Progress:
+    """One line on stderr, redrawn with ``\\r`` by ``tick()`` and erased when the job ends or a message is printed."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.job = None
+        self.shown = 0      # length of the line on the screen (0: nothing shown)
+        self.quiet = 0
+
+    def start(self, job, show):
+        with self.lock:
+            self.job = job if show else None
+
+    def finish(self):
+        with self.lock:
+            self.job = None
+            self.erase()
+
+    def tick(self):
+        with self.lock:
+            if self.job is not None:
+                self._draw(_progress_text(self.job, time.monotonic()))
+
+    def erase(self):
+        if self.shown:
+            self._write("\r" + " " * self.shown + "\r")
+            self.shown = 0
+
+    def _draw(self, text):
+        try:
+            width = os.get_terminal_size(sys.stderr.fileno()).columns or 80   # 0: size not set
+        except (OSError, ValueError, AttributeError):
+            width = 80
+        text = text[:max(width - 1, 20)]
+        self._write("\r" + text + " " * max(self.shown - len(text), 0))
+        self.shown = len(text)
+
+    @staticmethod
+    def _write(s):
+        try:
+            sys.stderr.write(s)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+_PROGRESS = _Progress()
+
+
+def _progress_text(job, now):
+    done, el = job.done(), now - job.t0
+    speed = done / el if el > 0 else 0.0
+    text = f"{job.label}: "
+    if job.total:
+        text += f"{min(100.0, 100.0 * done / job.total):5.1f} %  {_human(done)} / {_human(job.total)}"
+    else:
+        text += _human(done)
+    text += f"  {_human(speed)}/s  {_elapsed(el)}"
+    if job.total and speed > 0 and done < job.total:
+        text += f"  ETA {_elapsed((job.total - done) / speed)}"
+    return text
+
+
+def _show_progress(opts, total):
+    if opts.progress is not None:   # --progress / --no-progress
+        return opts.progress
+    return opts.quiet == 0 and _isatty(sys.stderr) and total is not None and total >= PROGRESS_MIN_SIZE
+
+
+def _isatty(f):
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # extension hooks: --train and -b/--bench are separate modes with their own options
 
+class _TrainUsage(Exception):
+    pass
+
+
 def _run_train(argv):
-    """``nlmcodec --train FILE... -o MODEL [training options]`` -> ``nlmcodec.train.main(argv)``."""
+    """``nlmcodec --train FILE... -o MODEL [-f] [training options]``: nlmcodec.train.parse_args + run.
+
+    Every error is one line naming the file or the option; an existing MODEL is replaced only with -f.
+    """
     try:
         from . import train
+        from ._errors import NLMError
     except ImportError as e:
         _eprint(f"{PROG}: --train is not available: {e}")
         return EXIT_ERROR
-    return _call_mode(train.main, argv)
+    force = False
+    rest = []
+    for i, a in enumerate(argv):
+        if a == "--":
+            rest += argv[i:]
+            break
+        if a in ("-f", "--force"):
+            force = True
+        else:
+            rest.append(a)
+    ap = train.build_parser()
+    ap.prog = f"{PROG} --train"
+    ap.epilog = "-f, --force: replace an existing output model"
+
+    def one_line(message):
+        raise _TrainUsage(message)
+
+    ap.error = one_line
+    try:
+        args = train.parse_args(rest, ap)
+    except _TrainUsage as e:
+        _eprint(f"{PROG}: --train: {e} (see {PROG} --train --help)")
+        return EXIT_ERROR
+    except SystemExit as e:          # --help
+        return e.code if isinstance(e.code, int) else EXIT_OK
+    for p in list(args.files) + list(args.dev):
+        if not os.path.exists(p):
+            _eprint(f"{PROG}: {p}: No such file or directory")
+            return EXIT_ERROR
+    if os.path.isdir(args.output):
+        _eprint(f"{PROG}: {args.output}: Is a directory")
+        return EXIT_ERROR
+    if os.path.lexists(args.output) and not force:
+        _eprint(f"{PROG}: {args.output}: File exists (use -f to replace it)")
+        return EXIT_ERROR
+    try:
+        rc = train.run(args)
+    except KeyboardInterrupt:
+        _eprint(f"{PROG}: interrupted")
+        return 128 + signal.SIGINT
+    except OSError as e:
+        _eprint(f"{PROG}: {e.filename or args.output}: {e.strerror or e}")
+        return EXIT_ERROR
+    except MemoryError:
+        _eprint(f"{PROG}: --train: out of memory")
+        return EXIT_ERROR
+    except (ValueError, NLMError) as e:
+        _eprint(f"{PROG}: --train: {_cli_words(e)}")
+        return EXIT_ERROR
+    except SystemExit as e:
+        if isinstance(e.code, int) or e.code is None:
+            return e.code or EXIT_OK
+        _eprint(f"{PROG}: --train: {e.code}")
+        return EXIT_ERROR
+    except Exception as e:  # a bug, not bad input: still one line
+        _eprint(f"{PROG}: --train: internal error: {type(e).__name__}: {e}")
+        return EXIT_ERROR
+    return rc if isinstance(rc, int) else EXIT_OK
 
 
 def _run_bench(files, opts):
@@ -94,19 +345,13 @@ def _run_bench(files, opts):
     except ImportError as e:
         _eprint(f"{PROG}: -b/--bench is not available: {e}")
         return EXIT_ERROR
-    return _call_mode(lambda _: bench_main(files, opts), None)
-
-
-def _call_mode(fn, argv):
     try:
-        rc = fn(argv)
+        rc = bench_main(files, opts)
     except SystemExit as e:  # an argparse inside the mode: keep "bad option" = 1
-        rc = e.code
-        if rc == 2:
-            rc = EXIT_ERROR
+        rc = EXIT_ERROR if e.code == 2 else e.code
     except KeyboardInterrupt:
         _eprint(f"{PROG}: interrupted")
-        return EXIT_ERROR
+        return 128 + signal.SIGINT
     if rc is None:
         return EXIT_OK
     if isinstance(rc, int):
@@ -131,15 +376,25 @@ def _split_mode(argv):
 # ---------------------------------------------------------------------------------------------------------------
 # argument parsing
 
+def _threads_arg(s):
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid thread count {s!r}")
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"invalid thread count {s!r} (0 means all cores)")
+    return n
+
+
 def _build_parser():
     p = _Parser(
         prog=PROG,
         usage="%(prog)s [MODE] [OPTIONS] [FILE ...]",
         description="Lossless text compression with a word-level RNN language model. "
                     "With no FILE, or when FILE is -, read standard input and write standard output.",
-        epilog="training: %(prog)s --train FILE... -o MODEL [training options] "
+        epilog="training: %(prog)s --train FILE... -o MODEL [-f] [training options] "
                "(see %(prog)s --train --help). "
-               "Exit status: 0 ok, 1 error, 2 warning.",
+               "Exit status: 0 ok, 1 error, 2 warning, 128+N after signal N (130 after Ctrl-C).",
     )
     m = p.add_argument_group("operation mode (the last one given wins)")
     m.add_argument("-z", "--compress", dest="mode", action="store_const", const="compress",
@@ -161,7 +416,8 @@ def _build_parser():
     o.add_argument("-k", "--keep", action="store_true",
                    help="keep the input files (the default; accepted for xz/gzip compatibility)")
     o.add_argument("--rm", action="store_true",
-                   help="remove each input file after its output has been written and verified")
+                   help="remove each input file after its output has been written and verified, "
+                        "if the input did not change meanwhile")
     o.add_argument("-f", "--force", action="store_true",
                    help="overwrite existing output files; compress files that already have the suffix; follow symlinks")
     o.add_argument("-S", "--suffix", metavar=".SUF", default=DEFAULT_SUFFIX,
@@ -174,6 +430,8 @@ def _build_parser():
                    help="static mode: do not adapt the model to the input while coding (faster)")
     c.add_argument("-C", "--check", choices=("none", "crc32"), default="crc32",
                    help="integrity check of the original data stored in each frame (default crc32)")
+    c.add_argument("-T", "--threads", type=_threads_arg, metavar="N",
+                   help="coder threads (0: all cores; default 1)")
     b = p.add_argument_group("benchmark (-b)")
     b.add_argument("--against", metavar="LIST",
                    help="comma-separated baselines, e.g. xz-9e,bz2-9,zlib-9,zstd-19 (default: all installed)")
@@ -182,10 +440,11 @@ def _build_parser():
     v.add_argument("-v", "--verbose", action="count", default=0,
                    help="one summary line per file on stderr; with -l, more detail")
     v.add_argument("-q", "--quiet", action="count", default=0,
-                   help="suppress warnings; twice to suppress errors too")
+                   help="suppress warnings and the progress line; twice to suppress errors too")
     v.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress bar (default: when stderr is a terminal; needs tqdm)")
-    v.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+                   help="always show the progress line on stderr (default: when stderr is a terminal "
+                        "and the input is at least 1 MiB)")
+    v.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress line")
     v.add_argument("--json", "--robot", dest="json", action="store_true",
                    help="with -l or -b: machine-readable JSON output")
     v.add_argument("-V", "--version", action="store_true", help="print the version and exit")
@@ -229,50 +488,29 @@ def _summary(name, nin, nout, seconds, mode):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# progress bar (tqdm, optional and lazily imported)
+# streaming coders
 
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress_bar(opts, total, desc):
-    want = opts.progress
-    if want is None:
-        want = opts.quiet == 0 and _isatty(sys.stderr)
-    if not want or opts.quiet or total is None or total < PROGRESS_MIN_SIZE:
-        return _NoBar()
+def _takes_threads(cls):
     try:
-        from tqdm import tqdm
-    except Exception:
-        return _NoBar()
-    try:
-        return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, leave=False,
-                    file=sys.stderr, mininterval=0.2, dynamic_ncols=True)
-    except Exception:
-        return _NoBar()
-
-
-def _isatty(f):
-    try:
-        return f.isatty()
-    except (AttributeError, ValueError, OSError):
+        return "threads" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
         return False
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# streaming coders
+def _coder_options(api, cls, opts):
+    """Keyword arguments for NLMCompressor/NLMDecompressor; ``threads=`` only when -T is given and accepted."""
+    kw = {"model": opts.model_obj}
+    if opts.threads is not None and _takes_threads(cls):
+        kw["threads"] = opts.threads
+        opts.threads_used = True
+    return kw
 
-def _check_constant(api, name):
-    return getattr(api, "CHECK_" + name.upper())
 
-
-def _compress_stream(api, opts, read, write, bar):
+def _compress_stream(api, opts, read, write, job):
     """Feed the incremental compressor in CHUNK pieces.  Returns (bytes in, bytes out, sha256 of the input)."""
-    comp = api.NLMCompressor(model=opts.model_obj, adapt=opts.adapt, check=_check_constant(api, opts.check))
+    comp = api.NLMCompressor(adapt=opts.adapt, check=getattr(api, "CHECK_" + opts.check.upper()),
+                             **_coder_options(api, api.NLMCompressor, opts))
+    job.coder = comp
     h = hashlib.sha256()
     nin = nout = 0
     while True:
@@ -281,43 +519,43 @@ def _compress_stream(api, opts, read, write, bar):
             break
         h.update(chunk)
         nin += len(chunk)
+        job.fed = nin
         out = comp.compress(chunk)
         if out:
             write(out)
             nout += len(out)
-        bar.update(len(chunk))
     out = comp.flush()
     write(out)
     nout += len(out)
     return nin, nout, h.digest()
 
 
-def _decompress_stream(api, model, read, write, bar=_NoBar()):
-    """Decode every concatenated frame from ``read``.  Returns (bytes in, bytes out, sha256 of the output, frames).
+def _decompress_stream(api, opts, read, write, job):
+    """Decode every concatenated frame from ``read``.  Returns (bytes in, bytes out, sha256 of the output).
 
     Raises the API's NLMError for corrupt data, and NLMError for truncated or empty input.
     """
+    kw = _coder_options(api, api.NLMDecompressor, opts)
     h = hashlib.sha256()
     nin = nout = frames = 0
-    dec = api.NLMDecompressor(model=model)
+    dec = job.coder = api.NLMDecompressor(**kw)
     started = False          # bytes of the current frame have been fed
     pending = b""
     while True:
         if dec.eof:
             frames += 1
             pending = dec.unused_data
-            dec = api.NLMDecompressor(model=model)
+            job.base = nin - len(pending)
+            dec = job.coder = api.NLMDecompressor(**kw)
             started = False
             if not pending:
                 pending = read(CHUNK)
                 nin += len(pending)
-                bar.update(len(pending))
                 if not pending:
                     break
         if dec.needs_input and not pending:
             pending = read(CHUNK)
             nin += len(pending)
-            bar.update(len(pending))
             if not pending:
                 if frames == 0 and not started:
                     raise api.NLMError("empty input: no compressed data")
@@ -325,6 +563,7 @@ def _decompress_stream(api, model, read, write, bar=_NoBar()):
         data, pending = pending, b""
         if data:
             started = True
+        job.fed = nin
         out = dec.decompress(data, max_length=CHUNK * 16)
         if out:
             h.update(out)
@@ -333,11 +572,44 @@ def _decompress_stream(api, model, read, write, bar=_NoBar()):
         elif not data and not dec.eof and dec.needs_input is False:
             # no input, no output, no progress: should not happen with a conforming decompressor
             raise api.NLMError("decompressor made no progress")
-    return nin, nout, h.digest(), frames
+    return nin, nout, h.digest()
+
+
+def _run_job(opts, label, total, fn):
+    job = _Job(label, total)
+    _PROGRESS.start(job, _show_progress(opts, total))
+    try:
+        return fn(job)
+    finally:
+        _PROGRESS.finish()
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # files
+
+class _Sink:
+    """Writes all of every buffer to a file descriptor or raises OSError naming ``name`` (os.write may write
+    less than asked: loop; a write of 0 bytes is an error)."""
+
+    def __init__(self, fd, name):
+        self.fd = fd
+        self.name = name
+
+    def write(self, b):
+        view = memoryview(b).cast("B")
+        while len(view):
+            try:
+                n = os.write(self.fd, view)
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, self.name) from None
+            if n <= 0:
+                raise OSError(errno.EIO, "short write (no bytes written)", self.name)
+            view = view[n:]
+
+
+def _discard(b):
+    pass
+
 
 class _Output:
     """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and renames into place."""
@@ -346,55 +618,68 @@ class _Output:
         self.path = path
         self.force = force
         self.src_stat = src_stat
-        d = os.path.dirname(os.path.abspath(path))
-        fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
-        self.f = os.fdopen(fd, "wb")
         self.committed = False
+        d = os.path.dirname(os.path.abspath(path))
+        with _Temps.lock:     # registered before the signal handler can look
+            if _Temps.dying:
+                raise _Skip("interrupted")
+            self.fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+            _Temps.paths.add(self.tmp)
+        self.sink = _Sink(self.fd, path)
 
     def write(self, b):
-        self.f.write(b)
+        self.sink.write(b)
 
     def commit(self):
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        if self.src_stat is not None:
-            try:
-                os.chmod(self.tmp, stat.S_IMODE(self.src_stat.st_mode))
-            except OSError:
-                pass
-        self.f.close()
-        if self.src_stat is not None:
-            try:
-                os.utime(self.tmp, ns=(self.src_stat.st_atime_ns, self.src_stat.st_mtime_ns))
-            except OSError:
-                pass
-        if self.force:
-            os.replace(self.tmp, self.path)
-        else:
-            # link() refuses to replace an existing file, so a file created since the first check is never lost
-            try:
-                os.link(self.tmp, self.path)
-            except FileExistsError:
-                raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
-            except OSError:
-                if os.path.lexists(self.path):
-                    raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+        try:
+            os.fsync(self.fd)
+            if self.src_stat is not None:
+                try:
+                    os.fchmod(self.fd, stat.S_IMODE(self.src_stat.st_mode))
+                except OSError:
+                    pass
+            fd, self.fd = self.fd, None
+            os.close(fd)
+            if self.src_stat is not None:
+                try:
+                    os.utime(self.tmp, ns=(self.src_stat.st_atime_ns, self.src_stat.st_mtime_ns))
+                except OSError:
+                    pass
+            if self.force:
                 os.replace(self.tmp, self.path)
             else:
-                os.unlink(self.tmp)
+                # link() refuses to replace an existing file, so a file created since the first check is never lost
+                try:
+                    os.link(self.tmp, self.path)
+                except FileExistsError:
+                    raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+                except OSError:
+                    if os.path.lexists(self.path):
+                        raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+                    os.replace(self.tmp, self.path)
+                else:
+                    os.unlink(self.tmp)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, self.path) from None
         self.committed = True
+        with _Temps.lock:
+            _Temps.paths.discard(self.tmp)
         _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
 
     def discard(self):
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
         if not self.committed:
-            try:
-                self.f.close()
-            except OSError:
-                pass
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
+            with _Temps.lock:
+                try:
+                    os.unlink(self.tmp)
+                except OSError:
+                    pass
+                _Temps.paths.discard(self.tmp)
 
 
 def _fsync_dir(d):
@@ -410,8 +695,9 @@ def _fsync_dir(d):
         os.close(fd)
 
 
-def _stdout_binary():
-    return sys.stdout.buffer if hasattr(sys.stdout, "buffer") else sys.stdout
+def _stdout_sink():
+    sys.stdout.flush()
+    return _Sink(sys.stdout.fileno(), "(stdout)")
 
 
 def _stdin_binary():
@@ -456,6 +742,17 @@ def _open_input(opts, name):
     return f, st
 
 
+def _unchanged(name, st, nread):
+    """The input is the file that was opened, with the size and mtime it had then, and all of it was read."""
+    try:
+        now = os.stat(name)
+    except OSError:
+        return False
+    same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (st.st_dev, st.st_ino, st.st_size,
+                                                                      st.st_mtime_ns)
+    return same and nread == st.st_size
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # per-file operations
 
@@ -483,12 +780,11 @@ def _process(api, opts, status, name):
     try:
         # where the output goes
         if opts.mode == "test":
-            write, dest = (lambda b: None), None
+            write, dest = _discard, None
         elif opts.to_stdout:
             if opts.mode == "compress" and _isatty(sys.stdout):
                 raise _Skip("Compressed data cannot be written to a terminal")
-            sout = _stdout_binary()
-            write, dest = sout.write, None
+            write, dest = _stdout_sink().write, None
         else:
             dest = opts.output if opts.output is not None else _output_name(opts, name)
             if os.path.lexists(dest):
@@ -504,26 +800,22 @@ def _process(api, opts, status, name):
                 raise _Skip(f"{dest}: {e.strerror or e}")
             write = out.write
 
-        bar = _progress_bar(opts, size, os.path.basename(display))
         t0 = time.monotonic()
-        try:
-            if opts.mode == "compress":
-                nin, nout, digest = _compress_stream(api, opts, fin.read, write, bar)
-            else:
-                nin, nout, digest, _ = _decompress_stream(api, opts.model_obj, fin.read, write, bar)
-        finally:
-            bar.close()
-        if opts.to_stdout and opts.mode != "test":
-            _stdout_binary().flush()
+        stream = _compress_stream if opts.mode == "compress" else _decompress_stream
+        nin, nout, digest = _run_job(opts, os.path.basename(display), size,
+                                     lambda job: stream(api, opts, fin.read, write, job))
         if out is not None:
             out.commit()
         dt = time.monotonic() - t0
         if opts.verbose and opts.quiet == 0:
+            extra = ""
+            if opts.threads_used:
+                extra = f", {opts.threads or os.cpu_count()} threads"
             if opts.mode == "test":
-                _eprint(_summary(display, nin, nout, dt, "test") + ", OK")
+                _eprint(_summary(display, nin, nout, dt, "test") + extra + ", OK")
             else:
                 target = "(stdout)" if dest is None else dest
-                _eprint(_summary(display, nin, nout, dt, opts.mode) + f" -> {target}")
+                _eprint(_summary(display, nin, nout, dt, opts.mode) + extra + f" -> {target}")
     except BaseException:
         if out is not None:
             out.discard()
@@ -534,6 +826,9 @@ def _process(api, opts, status, name):
 
     if opts.rm and out is not None and not is_stdin:
         _verify(api, opts, dest, digest)
+        if not _unchanged(name, st, nin):
+            raise _Skip(f"{name}: changed while it was being read (size, time or inode differ); "
+                        f"not removed (--rm)", warning=True)
         os.unlink(name)
 
 
@@ -541,7 +836,9 @@ def _verify(api, opts, path, digest):
     """Before --rm: check that ``path`` holds what it should (decode it back after compression)."""
     with open(path, "rb") as f:
         if opts.mode == "compress":
-            _, _, got, _ = _decompress_stream(api, opts.model_obj, f.read, lambda b: None)
+            size = os.fstat(f.fileno()).st_size
+            _, _, got = _run_job(opts, f"{os.path.basename(path)} (verify)", size,
+                                 lambda job: _decompress_stream(api, opts, f.read, _discard, job))
         else:
             h = hashlib.sha256()
             for chunk in iter(lambda: f.read(CHUNK), b""):
@@ -551,12 +848,46 @@ def _verify(api, opts, path, digest):
         raise _Skip(f"{path}: verification failed, input not removed")
 
 
+def _run_files(api, opts, status, files):
+    """The per-file loop of -z/-d/-t (in the worker thread)."""
+    opts.model_obj = None
+    if opts.model is not None:
+        try:
+            opts.model_obj = api.load_model(opts.model)
+        except (api.NLMError, OSError, ValueError) as e:
+            status.error(f"cannot load model {opts.model!r} (-m): {e}")
+            return status.rc
+    for name in files:
+        where = "(stdin)" if name == "-" else name
+        try:
+            _process(api, opts, status, name)
+        except _Skip as e:
+            (status.warning if e.warning else status.error)(str(e))
+        except api.NLMError as e:
+            status.error(f"{where}: {_cli_words(e)}")
+        except BrokenPipeError as e:        # the reader went away: nothing more can be written
+            status.error(f"{e.filename or '(stdout)'}: {e.strerror or 'Broken pipe'}")
+            _silence_stdout()
+            return status.rc
+        except OSError as e:
+            status.error(f"{e.filename or where}: {e.strerror or e}")
+        except MemoryError:
+            status.error(f"{where}: out of memory")
+        except Exception as e:  # a bug, not bad data: report it, keep going with the next file
+            status.error(f"{where}: internal error: {type(e).__name__}: {e}")
+    return status.rc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# -l / --list
+
 def _frames_info(api, data):
     """Headers of every concatenated frame in ``data`` (no decoding): a list of FrameInfo.
 
-    FrameInfo does not carry the frame's length, so it is computed from the public header: the header
-    length (the shortest prefix that ``get_frame_info`` accepts), plus the block payload sizes, plus the
-    4-byte content CRC32 when the check is CRC32 (codec/FORMAT.md §7.1).
+    Used when ``nlmcodec._frame.list_frames`` does not exist.  FrameInfo does not carry the frame's length,
+    so it is computed from the public header: the header length (the shortest prefix that
+    ``get_frame_info`` accepts), plus the block payload sizes, plus the 4-byte content CRC32 when the check
+    is CRC32 (codec/FORMAT.md §7.1).
     """
     view = memoryview(data)
     infos = []
@@ -567,14 +898,12 @@ def _frames_info(api, data):
         except api.NLMError as e:
             raise api.NLMError(f"{e} (at offset {pos})" if pos else str(e)) from None
         infos.append(info)
-        flen = getattr(info, "frame_size", None)
-        if flen is None:
-            blocks = info.blocks
-            if not isinstance(blocks, (list, tuple)) or any(getattr(b, "compressed_size", None) is None
-                                                            for b in blocks):
-                break   # cannot tell where this frame ends: list the first one only
-            flen = (_header_size(api, view[pos:], len(blocks)) + sum(b.compressed_size for b in blocks)
-                    + (4 if info.check == getattr(api, "CHECK_CRC32", 1) else 0))
+        blocks = info.blocks
+        if not isinstance(blocks, (list, tuple)) or any(getattr(b, "compressed_size", None) is None
+                                                        for b in blocks):
+            break   # cannot tell where this frame ends: list the first one only
+        flen = (_header_size(api, view[pos:], len(blocks)) + sum(b.compressed_size for b in blocks)
+                + (4 if info.check == getattr(api, "CHECK_CRC32", 1) else 0))
         if pos + flen > len(data):
             raise api.NLMError(f"truncated frame: the file ends {pos + flen - len(data)} bytes before "
                                f"the end of frame {len(infos)}")
@@ -597,10 +926,41 @@ def _header_size(api, view, nblocks):
     return lo
 
 
-def _hex_id(mid):
-    if isinstance(mid, (bytes, bytearray)):
-        return bytes(mid).hex()
-    return "" if mid is None else str(mid)
+def _read_frames(api, f):
+    """(list of FrameInfo, compressed size) of the frames in the binary file ``f``."""
+    try:
+        from ._frame import list_frames
+    except ImportError:
+        list_frames = None
+    if list_frames is not None:
+        if not f.seekable():
+            f = io.BytesIO(f.read())
+        start = f.tell()
+        size = f.seek(0, io.SEEK_END) - start
+        f.seek(start)
+        if size == 0:
+            return [], 0
+        return [info for info, _ in list_frames(f)], size
+    data = f.read()
+    return (_frames_info(api, data) if data else []), len(data)
+
+
+_BUNDLED_IDS = None
+
+
+def _bundled_names():
+    """{model id: name} of the bundled models (a model's id is the SHA-256 of its file)."""
+    global _BUNDLED_IDS
+    if _BUNDLED_IDS is None:
+        _BUNDLED_IDS = {}
+        try:
+            from importlib import resources
+            for e in (resources.files("nlmcodec") / "models").iterdir():
+                if e.name.endswith(".nlmm") and e.is_file():
+                    _BUNDLED_IDS[hashlib.sha256(e.read_bytes()).digest()] = e.name[:-len(".nlmm")]
+        except (OSError, ImportError, TypeError):
+            pass
+    return _BUNDLED_IDS
 
 
 def _check_name(api, check):
@@ -612,59 +972,59 @@ def _check_name(api, check):
     return str(check)
 
 
-def _nblocks(blocks):
-    if blocks is None:
-        return None
-    try:
-        return len(blocks)
-    except TypeError:
-        return int(blocks)
+def _uses_model(info):
+    """False when the frame has no word-model block (its adapt flag then means nothing)."""
+    blocks = info.blocks
+    if not isinstance(blocks, (list, tuple)):
+        return True
+    return any(getattr(b, "kind", None) == "model" for b in blocks)
 
 
 def _list_one(api, opts, name):
     is_stdin = name == "-"
     display = "(stdin)" if is_stdin else name
-    if is_stdin:
-        if _isatty(sys.stdin):
-            raise _Skip("Compressed data cannot be read from a terminal")
-        data = _stdin_binary().read()
-    else:
-        f, _ = _open_input(opts, name)
-        with f:
-            data = f.read()
-    if not data:
-        raise _Skip(f"{display}: File is empty")
     try:
-        infos = _frames_info(api, data)
+        if is_stdin:
+            if _isatty(sys.stdin):
+                raise _Skip("Compressed data cannot be read from a terminal")
+            infos, csize = _read_frames(api, _stdin_binary())
+        else:
+            f, _ = _open_input(opts, name)
+            with f:
+                infos, csize = _read_frames(api, f)
     except api.NLMError as e:
         raise _Skip(f"{display}: {e}")
+    if not infos:
+        raise _Skip(f"{display}: File is empty")
     sizes = [i.decompressed_size for i in infos]
     usize = sum(sizes) if all(s is not None for s in sizes) else None
     checks = sorted({_check_name(api, i.check) for i in infos})
-    modes = sorted({"dynamic" if i.adapt else "static" for i in infos})
-    ids = sorted({_hex_id(i.model_id) for i in infos} - {""}) or ["-"]
-    blocks = [_nblocks(i.blocks) for i in infos]
+    modes = sorted({("dynamic" if i.adapt else "static") for i in infos if _uses_model(i)}) or ["-"]
+    ids = sorted({bytes(i.model_id) for i in infos if isinstance(i.model_id, (bytes, bytearray))})
+    names = [_bundled_names().get(m) for m in ids]
+    nblocks = [len(i.blocks) if isinstance(i.blocks, (list, tuple)) else None for i in infos]
     kinds = {}
     for i in infos:
         for blk in (i.blocks if isinstance(i.blocks, (list, tuple)) else ()):
             k = getattr(blk, "kind", None)
             if k is not None:
                 kinds[str(k)] = kinds.get(str(k), 0) + 1
-    row = {
+    return {
         "name": display,
         "frames": len(infos),
-        "compressed": len(data),
+        "compressed": csize,
         "uncompressed": usize,
-        "ratio": (len(data) / usize) if usize else None,
-        "bits_per_byte": (8.0 * len(data) / usize) if usize else None,
+        "ratio": (csize / usize) if usize else None,
+        "bits_per_byte": (8.0 * csize / usize) if usize else None,
         "check": ",".join(checks),
         "mode": ",".join(modes),
-        "model_id": ",".join(ids),
-        "blocks": sum(blocks) if all(b is not None for b in blocks) else None,
+        "model_id": ",".join(m.hex() for m in ids) or "-",
+        "model_name": ",".join(n for n in names if n) or None,
+        "model": ",".join(n or m.hex()[:12] for n, m in zip(names, ids)) or "-",
+        "blocks": sum(nblocks) if all(b is not None for b in nblocks) else None,
         "block_kinds": kinds,
         "format_version": sorted({i.format_version for i in infos}),
     }
-    return row
 
 
 def _do_list(api, opts, status, files):
@@ -691,9 +1051,8 @@ def _do_list(api, opts, status, files):
         us = _human(r["uncompressed"]) if r["uncompressed"] is not None else "?"
         ratio = _ratio(r["compressed"], r["uncompressed"] or 0)
         bpb = _bpb(r["compressed"], r["uncompressed"] or 0)
-        mid = r["model_id"][:12]
         return (f"{r['frames']:>6} {_human(r['compressed']):>12} {us:>12} {ratio:>6} {bpb:>6} "
-                f"{r['check']:<6} {r['mode']:<8} {mid:<12}  {r['name']}")
+                f"{r['check']:<6} {r['mode']:<8} {r['model'][:12]:<12}  {r['name']}")
 
     for r in rows:
         print(line(r), file=out)
@@ -702,7 +1061,8 @@ def _do_list(api, opts, status, files):
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["block_kinds"].items()))
             nb = r["blocks"] if r["blocks"] is not None else "?"
             print(f"         blocks:         {nb}{f' ({kinds})' if kinds else ''}", file=out)
-            print(f"         model id:       {r['model_id']}", file=out)
+            named = f" ({r['model_name']})" if r["model_name"] else ""
+            print(f"         model id:       {r['model_id']}{named}", file=out)
             print(f"         compressed:     {r['compressed']} bytes", file=out)
             us = r["uncompressed"]
             print(f"         uncompressed:   {us if us is not None else '?'} bytes", file=out)
@@ -710,9 +1070,21 @@ def _do_list(api, opts, status, files):
         tc = sum(r["compressed"] for r in rows)
         tu = sum(r["uncompressed"] for r in rows) if all(r["uncompressed"] is not None for r in rows) else None
         total = {"frames": sum(r["frames"] for r in rows), "compressed": tc, "uncompressed": tu,
-                 "check": "", "mode": "", "model_id": "", "name": f"{len(rows)} files (total)"}
+                 "check": "", "mode": "", "model": "", "name": f"{len(rows)} files (total)"}
         print("-" * len(head), file=out)
         print(line(total), file=out)
+
+
+def _run_list(api, opts, status, files):
+    try:
+        _do_list(api, opts, status, files)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        status.error("(stdout): Broken pipe")
+    except OSError as e:
+        status.error(f"(stdout): {e.strerror or e}")
+    return status.rc
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -751,7 +1123,9 @@ def main(argv=None):
         return EXIT_OK
 
     status = _Status(opts.quiet)
+    _PROGRESS.quiet = opts.quiet
     opts.mode = opts.mode or "compress"
+    opts.threads_used = False
     files = opts.files or ["-"]
 
     # option consistency
@@ -788,45 +1162,9 @@ def main(argv=None):
         status.error("standard input given more than once")
         return status.rc
 
-    opts.model_obj = None
-    if opts.model is not None and opts.mode != "list":
-        try:
-            opts.model_obj = api.load_model(opts.model)
-        except (api.NLMError, OSError, ValueError) as e:
-            status.error(f"cannot load model {opts.model!r}: {e}")
-            return status.rc
-
     if opts.mode == "list":
-        try:
-            _do_list(api, opts, status, files)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _silence_stdout()
-            return EXIT_ERROR
-        return status.rc
-
-    try:
-        for name in files:
-            try:
-                _process(api, opts, status, name)
-            except _Skip as e:
-                (status.warning if e.warning else status.error)(str(e))
-            except api.NLMError as e:
-                status.error(f"{'(stdin)' if name == '-' else name}: {e}")
-            except BrokenPipeError:
-                _silence_stdout()
-                return EXIT_ERROR
-            except OSError as e:
-                where = e.filename if e.filename else name
-                status.error(f"{where}: {e.strerror or e}")
-            except MemoryError:
-                status.error(f"{name}: out of memory")
-            except Exception as e:  # a bug, not bad data: report it, keep going with the next file
-                status.error(f"{name}: internal error: {type(e).__name__}: {e}")
-    except KeyboardInterrupt:
-        _eprint(f"{PROG}: interrupted")
-        return EXIT_ERROR
-    return status.rc
+        return _supervised(lambda: _run_list(api, opts, status, files))
+    return _supervised(lambda: _run_files(api, opts, status, files))
 
 
 def _silence_stdout():
