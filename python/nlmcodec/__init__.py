@@ -8,10 +8,14 @@ The API follows lzma and compression.zstd::
 
     c = nlmcodec.NLMCompressor(adapt=False)        # incremental: compress(chunk)... then flush()
     d = nlmcodec.NLMDecompressor()                 # decompress(data, max_length=-1), eof, unused_data, needs_input
+    with nlmcodec.open("x.txt.nlm", "wt") as f:    # file objects, like lzma.open (rb wb ab xb rt wt at xt)
+        f.write("text")
 
-Frames are self-describing (codec/FORMAT.md §7): magic, version, flags (adapt, check), the model id, the
-original size, a block table (stored, lzma or word-model blocks), a header CRC32 and an optional CRC32 of
-the data.  The output is never larger than ``n + 30 + 7 * ceil(n / 1044481)`` bytes for an n-byte input.
+Frames (codec/FORMAT.md §7, format 2) are self-describing and streamable: a header (magic, version,
+flags, the model id), blocks that each carry their own small header (stored, lzma or word-model blocks),
+then a trailer with an index of the groups, the total size and a CRC32 of the data.  Memory is bounded
+whatever the input size; threads=N codes N groups at once and never changes the output bytes.  Frames of
+format 1 (nlmcodec 0.1.0) still decode.
 """
 from __future__ import annotations
 
