@@ -84,7 +84,7 @@ def _eprint(msg):
 
 def _cli_words(msg):
     """API messages name API arguments; on the command line the option is -m MODEL."""
-    return str(msg).replace("pass it with model=", "pass it with -m MODEL").replace("pass model=", "use -m MODEL")
+    return str(msg).replace("model=", "-m MODEL")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1116,6 +1116,9 @@ def main(argv=None):
     except ImportError as e:
         _eprint(f"{PROG}: cannot import nlmcodec: {e}")
         return EXIT_ERROR
+    except KeyboardInterrupt:        # Ctrl-C before the handlers of _supervised are in place
+        _eprint(f"{PROG}: interrupted")
+        return 128 + signal.SIGINT
 
     if opts.version:
         backend = getattr(api, "backend", None)
