@@ -220,3 +220,28 @@ def test_fallback_between_model_blocks(tiny_model, adapt):
     kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
     assert kinds[0] == "model" and "lzma" in kinds and kinds[-1] == "model"
     assert nlmcodec.decompress(f, model=tiny_model) == data
+
+
+def test_decompressor_error_is_sticky(tiny_model):
+    """After an NLMError the object refuses every further call with the same error (like zstd)."""
+    f = nlmcodec.compress(TEXT, model=tiny_model)
+    bad = f[:-12] + bytes([f[-12] ^ 0xFF]) + f[-11:]
+    d = nlmcodec.NLMDecompressor(model=tiny_model)
+    with pytest.raises(nlmcodec.NLMError) as e1:
+        d.decompress(bad)
+    with pytest.raises(nlmcodec.NLMError) as e2:
+        d.decompress(b"")
+    assert e2.value is e1.value and not d.eof
+
+
+def test_max_length_holds_one_block(tiny_model):
+    """max_length=1 on a high-ratio frame returns one byte and keeps at most one block of output."""
+    data = b"All work and no play makes Jack a dull boy.\n" * 100000          # 4.4 MB, lzma blocks
+    f = nlmcodec.compress(data, model=tiny_model)
+    d = nlmcodec.NLMDecompressor(model=tiny_model)
+    assert d.decompress(f, max_length=1) == data[:1] and not d.needs_input and not d.eof
+    assert len(d._out) <= 1 << 20                         # one piece of at most 1 MiB is held
+    got = bytearray(data[:1])
+    while not d.eof:
+        got += d.decompress(b"", max_length=100000)
+    assert bytes(got) == data

@@ -214,13 +214,14 @@ class NLMCompressor(_NoPickle):
         self.check = check
         self.threads = threads
         self.model_id = self._model.model_id
+        self._last_progress = 0
         key = self._model
         self._enc = _encode.FrameEncoder(lambda: _acquire_codec(key, self.adapt), _release_codec,
                                          self.model_id, self.adapt, check, threads)
 
     @property
     def progress(self):
-        return 0 if self._enc is None else self._enc.progress
+        return self._last_progress if self._enc is None else self._enc.progress
 
     def compress(self, data, /) -> bytes:
         if self._enc is None:
@@ -230,8 +231,11 @@ class NLMCompressor(_NoPickle):
     def flush(self) -> bytes:
         if self._enc is None:
             raise ValueError("Repeated call to flush()")
-        enc, self._enc = self._enc, None
-        return enc.finish()
+        try:
+            return self._enc.finish()       # progress stays readable while the last groups are coded
+        finally:
+            self._last_progress = self._enc.progress
+            self._enc = None
 
 
 class NLMDecompressor(_NoPickle):
@@ -272,7 +276,8 @@ class NLMDecompressor(_NoPickle):
 
     @property
     def progress(self):
-        return self._dec.progress
+        """Input bytes the decoder has consumed so far."""
+        return self._dec.consumed
 
     def _get_codec(self, model_id, adapt):
         if self._model is not None:

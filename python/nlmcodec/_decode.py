@@ -63,14 +63,21 @@ class FrameDecoder:
         self.eof = False
         self.unused_data = b""
         self.progress = 0             # bytes of output produced
+        self._dropped = 0             # input bytes consumed and dropped from the buffer
 
     # ------------------------------------------------------------------------------------------ input
     def feed(self, data) -> None:
         if len(data):
             if self._pos > (1 << 16) and self._pos * 2 > len(self._buf):
                 del self._buf[:self._pos]
+                self._dropped += self._pos
                 self._pos = 0
             self._buf += data
+
+    @property
+    def consumed(self) -> int:
+        """Input bytes used so far (parsed; with threads, possibly not yet decoded)."""
+        return self._dropped + self._pos
 
     def _avail(self) -> int:
         return len(self._buf) - self._pos
@@ -316,6 +323,7 @@ class FrameDecoder:
     def _finish(self):
         self.eof = True
         self.unused_data = bytes(self._rest())
+        self._dropped += self._pos
         self._buf = bytearray()
         self._pos = 0
         self.close()

@@ -11,7 +11,9 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   word-model block when that is strictly smaller than lzma and stored (counting the 32-byte model id in
   a one-group frame); otherwise the codec is restore()d, so its state is what the decoder will have.
 * The blocks that are not word-model blocks form runs; each run is coded as one lzma block (or stored).
-  A group that mixes the two kinds is also tried as one lzma block, and the smaller coding is kept.
+  A group that mixes the two kinds, or whose word-model blocks exceed 0.8 x lzma preset 1 of the whole
+  group, is also tried as one lzma block, and the smaller coding is kept.  Consecutive groups without any word-model block are coded together as one lzma block of up to
+  PLAIN_RUN_MAX bytes (one group of the format), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least 256 KiB of the group are left, the model codes the
   next 32 KiB and is rolled back; it is skipped for those blocks when it is more than PROBE_RATIO times
   lzma preset 1 on the same bytes (XML, logs, code, other languages are not coded twice).
@@ -26,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from ._errors import ERR_UNSUPPORTED, NLMError
 from . import _frame as F
 
-GROUP_SIZE = 4 << 20          # input bytes per group (chosen by the measurement in FORMAT.md §7.4)
+GROUP_SIZE = 2 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
+PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks share one lzma block up to this
 BLOCK_SIZE = 1 << 16          # input bytes per block
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
 PROBE_SIZE = 32 * 1024
@@ -107,7 +110,9 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
 
     codec: a _core.Codec or None (no word model); single: the frame has this one group, so the model id
     is paid only if a block uses the model.  on_block(n) is called after each block of n bytes; cancel,
-    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model).
+    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model),
+    or (None, False) when no block uses the word model: the caller codes such plain groups together with
+    the plain groups next to them (serialize(_plain(...))), so lzma sees across group boundaries.
     """
     parts, run = [], []               # run: (start, length) of the pending non-model blocks
     used = False
@@ -142,17 +147,25 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             used = True
         if on_block is not None:
             on_block(k)
+    if not used:
+        return None, False            # a plain group: coded together with its plain neighbours
     if run:
         parts += _plain(raw[run[0][0]:])
-    if used and any(t != F.BLOCK_MODEL for t, _, _ in parts):
+    mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
+    if mixed or 5 * _coded_size(parts) > 4 * len(F.lzma_compress(raw, 1)):
         alt = _plain(raw)
         if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
-            parts, used = alt, False
+            return None, False
+    return serialize(parts), used
+
+
+def serialize(parts) -> bytes:
+    """The blocks of one group: the first one carries the group-start bit."""
     out = bytearray()
     for j, (t, size, payload) in enumerate(parts):
         out += F.block_header(t, j == 0, size, len(payload))
         out += payload
-    return bytes(out), used
+    return bytes(out)
 
 
 class FrameEncoder:
@@ -179,6 +192,8 @@ class FrameEncoder:
         self._size = 0
         self._crc = 0
         self._groups = []             # (size, coded bytes) for the index
+        self._multi = False           # a group was cut before the end: the input is over one group
+        self._plain, self._plain_size = [], 0     # pending plain groups (see encode_group)
         self._header_done = False
         self._done = False
         self._error = None
@@ -214,10 +229,26 @@ class FrameEncoder:
         finally:
             self._give_codec(codec)
 
-    # -- output
-    def _emit(self, raw_size, group_bytes, used, single, out):
+    # -- output (in input order, on the caller's thread)
+    def _emit(self, raw, group_bytes, used, out):
+        if group_bytes is None:
+            if self._plain_size + len(raw) > PLAIN_RUN_MAX:
+                self._flush_plain(out)
+            self._plain.append(raw)
+            self._plain_size += len(raw)
+            return
+        self._flush_plain(out)
+        self._write(len(raw), group_bytes, used, out)
+
+    def _flush_plain(self, out):
+        if self._plain:
+            raw = b"".join(self._plain)
+            self._plain, self._plain_size = [], 0
+            self._write(len(raw), serialize(_plain(raw)), False, out)
+
+    def _write(self, raw_size, group_bytes, used, out):
         if not self._header_done:
-            with_id = self._get_codec is not None and (used or not single)
+            with_id = self._get_codec is not None and (used or self._multi)
             out.append(F.header_v2(self._adapt, self._check, self._model_id if with_id else None))
             self._header_done = True
         self._groups.append((raw_size, len(group_bytes)))
@@ -225,23 +256,23 @@ class FrameEncoder:
 
     def _submit(self, raw, single, out):
         if self._threads == 1:
-            self._emit(len(raw), *self._run_group(raw, single), single, out)
+            self._emit(raw, *self._run_group(raw, single), out)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec")
-        self._inflight.append((len(raw), single, self._pool.submit(self._run_group, raw, single)))
+        self._inflight.append((raw, self._pool.submit(self._run_group, raw, single)))
         self._collect(out, keep=self._threads)
 
     def _collect(self, out, keep):
         """Emit the finished groups at the head of the queue, waiting for the oldest while more than
         `keep` groups are in flight."""
         while self._inflight:
-            size, single, fut = self._inflight[0]
+            raw, fut = self._inflight[0]
             if len(self._inflight) <= keep and not fut.done():
                 break
             group_bytes, used = fut.result()
             self._inflight.popleft()
-            self._emit(size, group_bytes, used, single, out)
+            self._emit(raw, group_bytes, used, out)
 
     def _guard(self, fn, *args):
         if self._error is not None:
@@ -281,6 +312,7 @@ class FrameEncoder:
             pos, g = 0, self._group_size
             while len(self._pending) - pos > g:
                 k = cut_point(self._pending, pos, g)
+                self._multi = True
                 self._submit(bytes(self._pending[pos:pos + k]), False, out)
                 pos += k
             if pos:
@@ -295,12 +327,11 @@ class FrameEncoder:
 
     def _finish(self):
         out = []
-        if self._pending or not self._groups and not self._inflight:
-            single = not self._groups and not self._inflight
-            if self._pending:
-                raw, self._pending = bytes(self._pending), bytearray()
-                self._submit(raw, single, out)
+        if self._pending:
+            raw, self._pending = bytes(self._pending), bytearray()
+            self._submit(raw, not self._multi, out)
         self._collect(out, keep=0)
+        self._flush_plain(out)
         if not self._header_done:      # empty input
             out.append(F.header_v2(self._adapt, self._check, None))
             self._header_done = True
