@@ -5,7 +5,6 @@ real 64 KiB tmpfs (mounted when the tests run as root on Linux), the closed pipe
 """
 
 import functools
-import inspect
 import json
 import os
 import random
@@ -846,15 +845,6 @@ def test_messages_name_cli_options(tmp_path):
 # -------------------------------------------------------------------------------------------------------------
 # -T / --threads (item 7)
 
-def _coders_take_threads():
-    import nlmcodec
-    try:
-        return all("threads" in inspect.signature(c).parameters
-                   for c in (nlmcodec.NLMCompressor, nlmcodec.NLMDecompressor))
-    except (TypeError, ValueError):
-        return False
-
-
 def test_threads_option(tmp_path, prose):
     data = prose.read_bytes()
     for n in ("0", "1", "2"):
@@ -868,8 +858,6 @@ def test_threads_option(tmp_path, prose):
     assert listing(tmp_path) == ["prose.txt"]
 
 
-@pytest.mark.xfail(not _coders_take_threads(), strict=False,
-                   reason="NLMCompressor/NLMDecompressor do not take threads= yet: -T is accepted and ignored")
 def test_threads_reach_the_coder(tmp_path, prose):
     r = run([*MODEL, "-v", "-T", "2", "prose.txt"], tmp_path)
     assert r.returncode == 0 and b", 2 threads -> prose.txt.nlm" in r.stderr, r.stderr

@@ -17,15 +17,16 @@ Streaming: inputs are read in CHUNK pieces and output is written as the coder re
 in a worker thread; the main thread redraws the progress line and handles SIGINT/SIGTERM/SIGHUP (it removes
 the temporary outputs and exits at once, even while a C call of the coder is running).
 
-Only the public API of :mod:`nlmcodec` is used, plus ``nlmcodec._frame.list_frames`` for ``-l`` when it
-exists.  ``--train`` is delegated to :mod:`nlmcodec.train` (``parse_args`` and ``run``),
-``-b/--bench`` to ``nlmcodec._bench.bench_main(files, opts)``.
+Only the public API of :mod:`nlmcodec` is used, plus ``nlmcodec._frame.list_frames`` for ``-l`` (frames
+of format 1 and 2; standard input, which cannot seek, is read into memory first).  ``-T N`` is passed to
+the coders as ``threads=N``; the progress line reads their ``progress`` counters.  ``--train`` is
+delegated to :mod:`nlmcodec.train` (``parse_args`` and ``run``), ``-b/--bench`` to
+``nlmcodec._bench.bench_main(files, opts)``.
 """
 
 import argparse
 import errno
 import hashlib
-import inspect
 import io
 import json
 import os
@@ -162,8 +163,8 @@ def _supervised(fn):
 # progress line (drawn by the main thread from the counters the worker updates)
 
 class _Job:
-    """One coding pass: ``total`` bytes of input; ``done()`` is the coder's ``progress`` counter when it has
-    one (input bytes consumed by the coder, updated by its worker threads), else the bytes fed to it."""
+    """One coding pass: ``total`` bytes of input; ``done()`` is the input bytes coded so far, from the
+    ``progress`` counter of the current coder (updated by its worker threads) plus those before it."""
 
     def __init__(self, label, total):
         self.label = label
@@ -174,10 +175,9 @@ class _Job:
         self.fed = 0        # input bytes given to the coders so far
 
     def done(self):
-        p = getattr(self.coder, "progress", None)
-        if isinstance(p, int) and not isinstance(p, bool):
-            return min(self.base + p, self.fed)
-        return self.fed
+        if self.coder is None:
+            return 0
+        return min(self.base + self.coder.progress, self.fed)
 
 
 class _Progress:
@@ -490,26 +490,18 @@ def _summary(name, nin, nout, seconds, mode):
 # ---------------------------------------------------------------------------------------------------------------
 # streaming coders
 
-def _takes_threads(cls):
-    try:
-        return "threads" in inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _coder_options(api, cls, opts):
-    """Keyword arguments for NLMCompressor/NLMDecompressor; ``threads=`` only when -T is given and accepted."""
+def _coder_options(opts):
+    """Keyword arguments for NLMCompressor/NLMDecompressor; ``threads=`` only when -T is given."""
     kw = {"model": opts.model_obj}
-    if opts.threads is not None and _takes_threads(cls):
+    if opts.threads is not None:
         kw["threads"] = opts.threads
-        opts.threads_used = True
     return kw
 
 
 def _compress_stream(api, opts, read, write, job):
     """Feed the incremental compressor in CHUNK pieces.  Returns (bytes in, bytes out, sha256 of the input)."""
     comp = api.NLMCompressor(adapt=opts.adapt, check=getattr(api, "CHECK_" + opts.check.upper()),
-                             **_coder_options(api, api.NLMCompressor, opts))
+                             **_coder_options(opts))
     job.coder = comp
     h = hashlib.sha256()
     nin = nout = 0
@@ -535,7 +527,7 @@ def _decompress_stream(api, opts, read, write, job):
 
     Raises the API's NLMError for corrupt data, and NLMError for truncated or empty input.
     """
-    kw = _coder_options(api, api.NLMDecompressor, opts)
+    kw = _coder_options(opts)
     h = hashlib.sha256()
     nin = nout = frames = 0
     dec = job.coder = api.NLMDecompressor(**kw)
@@ -809,7 +801,7 @@ def _process(api, opts, status, name):
         dt = time.monotonic() - t0
         if opts.verbose and opts.quiet == 0:
             extra = ""
-            if opts.threads_used:
+            if opts.threads is not None:
                 extra = f", {opts.threads or os.cpu_count()} threads"
             if opts.mode == "test":
                 _eprint(_summary(display, nin, nout, dt, "test") + extra + ", OK")
@@ -881,68 +873,14 @@ def _run_files(api, opts, status, files):
 # ---------------------------------------------------------------------------------------------------------------
 # -l / --list
 
-def _frames_info(api, data):
-    """Headers of every concatenated frame in ``data`` (no decoding): a list of FrameInfo.
-
-    Used when ``nlmcodec._frame.list_frames`` does not exist.  FrameInfo does not carry the frame's length,
-    so it is computed from the public header: the header length (the shortest prefix that
-    ``get_frame_info`` accepts), plus the block payload sizes, plus the 4-byte content CRC32 when the check
-    is CRC32 (codec/FORMAT.md §7.1).
-    """
-    view = memoryview(data)
-    infos = []
-    pos = 0
-    while pos < len(data):
-        try:
-            info = api.get_frame_info(view[pos:])
-        except api.NLMError as e:
-            raise api.NLMError(f"{e} (at offset {pos})" if pos else str(e)) from None
-        infos.append(info)
-        blocks = info.blocks
-        if not isinstance(blocks, (list, tuple)) or any(getattr(b, "compressed_size", None) is None
-                                                        for b in blocks):
-            break   # cannot tell where this frame ends: list the first one only
-        flen = (_header_size(api, view[pos:], len(blocks)) + sum(b.compressed_size for b in blocks)
-                + (4 if info.check == getattr(api, "CHECK_CRC32", 1) else 0))
-        if pos + flen > len(data):
-            raise api.NLMError(f"truncated frame: the file ends {pos + flen - len(data)} bytes before "
-                               f"the end of frame {len(infos)}")
-        pos += flen
-    return infos
-
-
-def _header_size(api, view, nblocks):
-    """Length of the frame header at the start of ``view``: the shortest prefix get_frame_info accepts."""
-    lo, hi = 1, min(len(view), 64 + 32 + 19 * nblocks)  # magic..CRC with 9-byte varints: an upper bound
-    api.get_frame_info(view[:hi])
-    while lo < hi:
-        mid = (lo + hi) // 2
-        try:
-            api.get_frame_info(view[:mid])
-        except api.NLMError:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _read_frames(api, f):
-    """(list of FrameInfo, compressed size) of the frames in the binary file ``f``."""
-    try:
-        from ._frame import list_frames
-    except ImportError:
-        list_frames = None
-    if list_frames is not None:
-        if not f.seekable():
-            f = io.BytesIO(f.read())
-        start = f.tell()
-        size = f.seek(0, io.SEEK_END) - start
-        f.seek(start)
-        if size == 0:
-            return [], 0
-        return [info for info, _ in list_frames(f)], size
-    data = f.read()
-    return (_frames_info(api, data) if data else []), len(data)
+def _read_frames(f):
+    """(list of FrameInfo, compressed size) of the frames in the binary file ``f``, from its position to
+    its end (list_frames raises NLMError for bytes after the last frame that are not a frame)."""
+    from ._frame import list_frames
+    if not f.seekable():        # standard input from a pipe or a terminal
+        f = io.BytesIO(f.read())
+    frames = list_frames(f)
+    return [info for info, _ in frames], sum(n for _, n in frames)
 
 
 _BUNDLED_IDS = None
@@ -964,20 +902,12 @@ def _bundled_names():
 
 
 def _check_name(api, check):
-    if isinstance(check, str):
-        return check
-    for attr in dir(api):
-        if attr.startswith("CHECK_") and getattr(api, attr) == check:
-            return attr[6:]
-    return str(check)
+    return {api.CHECK_NONE: "NONE", api.CHECK_CRC32: "CRC32"}.get(check, str(check))
 
 
 def _uses_model(info):
     """False when the frame has no word-model block (its adapt flag then means nothing)."""
-    blocks = info.blocks
-    if not isinstance(blocks, (list, tuple)):
-        return True
-    return any(getattr(b, "kind", None) == "model" for b in blocks)
+    return any(b.kind == "model" for b in info.blocks)
 
 
 def _list_one(api, opts, name):
@@ -987,28 +917,24 @@ def _list_one(api, opts, name):
         if is_stdin:
             if _isatty(sys.stdin):
                 raise _Skip("Compressed data cannot be read from a terminal")
-            infos, csize = _read_frames(api, _stdin_binary())
+            infos, csize = _read_frames(_stdin_binary())
         else:
             f, _ = _open_input(opts, name)
             with f:
-                infos, csize = _read_frames(api, f)
+                infos, csize = _read_frames(f)
     except api.NLMError as e:
         raise _Skip(f"{display}: {e}")
     if not infos:
         raise _Skip(f"{display}: File is empty")
-    sizes = [i.decompressed_size for i in infos]
-    usize = sum(sizes) if all(s is not None for s in sizes) else None
+    usize = sum(i.decompressed_size for i in infos)
     checks = sorted({_check_name(api, i.check) for i in infos})
     modes = sorted({("dynamic" if i.adapt else "static") for i in infos if _uses_model(i)}) or ["-"]
-    ids = sorted({bytes(i.model_id) for i in infos if isinstance(i.model_id, (bytes, bytearray))})
+    ids = sorted({bytes(i.model_id) for i in infos if i.model_id is not None})
     names = [_bundled_names().get(m) for m in ids]
-    nblocks = [len(i.blocks) if isinstance(i.blocks, (list, tuple)) else None for i in infos]
     kinds = {}
     for i in infos:
-        for blk in (i.blocks if isinstance(i.blocks, (list, tuple)) else ()):
-            k = getattr(blk, "kind", None)
-            if k is not None:
-                kinds[str(k)] = kinds.get(str(k), 0) + 1
+        for blk in i.blocks:
+            kinds[blk.kind] = kinds.get(blk.kind, 0) + 1
     return {
         "name": display,
         "frames": len(infos),
@@ -1021,7 +947,7 @@ def _list_one(api, opts, name):
         "model_id": ",".join(m.hex() for m in ids) or "-",
         "model_name": ",".join(n for n in names if n) or None,
         "model": ",".join(n or m.hex()[:12] for n, m in zip(names, ids)) or "-",
-        "blocks": sum(nblocks) if all(b is not None for b in nblocks) else None,
+        "blocks": sum(len(i.blocks) for i in infos),
         "block_kinds": kinds,
         "format_version": sorted({i.format_version for i in infos}),
     }
@@ -1048,10 +974,10 @@ def _do_list(api, opts, status, files):
     print(head, file=out)
 
     def line(r):
-        us = _human(r["uncompressed"]) if r["uncompressed"] is not None else "?"
-        ratio = _ratio(r["compressed"], r["uncompressed"] or 0)
-        bpb = _bpb(r["compressed"], r["uncompressed"] or 0)
-        return (f"{r['frames']:>6} {_human(r['compressed']):>12} {us:>12} {ratio:>6} {bpb:>6} "
+        ratio = _ratio(r["compressed"], r["uncompressed"])
+        bpb = _bpb(r["compressed"], r["uncompressed"])
+        return (f"{r['frames']:>6} {_human(r['compressed']):>12} {_human(r['uncompressed']):>12} "
+                f"{ratio:>6} {bpb:>6} "
                 f"{r['check']:<6} {r['mode']:<8} {r['model'][:12]:<12}  {r['name']}")
 
     for r in rows:
@@ -1059,16 +985,14 @@ def _do_list(api, opts, status, files):
         if opts.verbose:
             print(f"         format version: {','.join(str(v) for v in r['format_version'])}", file=out)
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["block_kinds"].items()))
-            nb = r["blocks"] if r["blocks"] is not None else "?"
-            print(f"         blocks:         {nb}{f' ({kinds})' if kinds else ''}", file=out)
+            print(f"         blocks:         {r['blocks']}{f' ({kinds})' if kinds else ''}", file=out)
             named = f" ({r['model_name']})" if r["model_name"] else ""
             print(f"         model id:       {r['model_id']}{named}", file=out)
             print(f"         compressed:     {r['compressed']} bytes", file=out)
-            us = r["uncompressed"]
-            print(f"         uncompressed:   {us if us is not None else '?'} bytes", file=out)
+            print(f"         uncompressed:   {r['uncompressed']} bytes", file=out)
     if len(rows) > 1:
         tc = sum(r["compressed"] for r in rows)
-        tu = sum(r["uncompressed"] for r in rows) if all(r["uncompressed"] is not None for r in rows) else None
+        tu = sum(r["uncompressed"] for r in rows)
         total = {"frames": sum(r["frames"] for r in rows), "compressed": tc, "uncompressed": tu,
                  "check": "", "mode": "", "model": "", "name": f"{len(rows)} files (total)"}
         print("-" * len(head), file=out)
@@ -1121,14 +1045,12 @@ def main(argv=None):
         return 128 + signal.SIGINT
 
     if opts.version:
-        backend = getattr(api, "backend", None)
-        print(f"{PROG} {api.__version__}" + (f" ({backend} backend)" if isinstance(backend, str) else ""))
+        print(f"{PROG} {api.__version__} ({api.backend} backend)")
         return EXIT_OK
 
     status = _Status(opts.quiet)
     _PROGRESS.quiet = opts.quiet
     opts.mode = opts.mode or "compress"
-    opts.threads_used = False
     files = opts.files or ["-"]
 
     # option consistency
