@@ -6,6 +6,8 @@
 * the reproducer of issue 8 (a 70,000-byte space run between English texts, default model, static);
 * the same frame for every thread count, and any thread count decodes any frame.
 """
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -30,7 +32,7 @@ ISLANDS = {
     "binary": bytes(range(256)) * 40,
 }
 
-PROPERTY_RUNS = 20
+PROPERTY_RUNS = int(os.environ.get("NLMCODEC_FALLBACK_EXAMPLES", "20"))   # raise it for a long run
 island = st.sampled_from(sorted(ISLANDS))
 segment = st.tuples(island, st.integers(0, 64), st.integers(200, 30000))   # island, offset from a block end, text
 

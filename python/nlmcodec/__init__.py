@@ -199,7 +199,7 @@ class _NoPickle:
 class NLMCompressor(_NoPickle):
     """Incremental compressor (like lzma.LZMACompressor): compress(data) returns the frame's bytes as its
     groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
-    by a few groups (2 MiB each) per thread, whatever the input size.
+    by a few groups (4 MiB each) per thread, whatever the input size.
 
     model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: dynamic
     evaluation; check: CHECK_CRC32 (default) or CHECK_NONE; threads: groups coded at once (0 = one per
@@ -367,3 +367,4 @@ def decompress(data, /, *, model=None, threads=1) -> bytes:
 
 
 from ._file import NLMFile, open  # noqa: E402  (after the objects it is built on)
+from . import _fsspec  # noqa: E402,F401  (registers the "nlm" compression with fsspec, lazily)

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ._errors import ERR_UNSUPPORTED, NLMError
 from . import _frame as F
 
-GROUP_SIZE = 2 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
+GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
 PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks share one lzma block up to this
 BLOCK_SIZE = 1 << 16          # input bytes per block
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
