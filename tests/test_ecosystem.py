@@ -256,8 +256,8 @@ def test_tar_create_and_extract(tmp_path, src_dir, program):
 
 
 def test_tar_of_prose_uses_the_model(tmp_path):
-    """Blocks with bytes the word model does not code (tar's NUL padding, non-UTF-8 files) go to lzma;
-    a block of prose is coded by the model, and the archive is smaller than xz -9e of the same tar."""
+    """The model codes tar's NUL padding poorly, so such blocks may go to lzma; a 64 KiB block of prose
+    is coded by the model, and the archive is smaller than xz -9e of the same tar."""
     import lzma
 
     env = _tar_env()
@@ -393,6 +393,20 @@ def test_task_failures_leave_nothing(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a.txt", "a.txt.nlm", "bad.txt.nlm"]
     nd.compress_file(src, model="tiny", overwrite=True)
     assert nlmcodec.decompress((tmp_path / "a.txt.nlm").read_bytes()) == TEXT
+
+
+def test_model_and_paths_are_sent_as_absolute_names(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    import nlmcodec.dask as nd
+
+    monkeypatch.chdir(tmp_path)
+    nlmcodec.load_model("tiny").save(tmp_path / "mine.nlmm")
+    assert nd._model_arg("tiny") == "tiny" and nd._model_arg(None) is None
+    assert nd._model_arg("mine.nlmm") == str(tmp_path / "mine.nlmm")    # a worker may run elsewhere
+    (tmp_path / "a.txt").write_bytes(TEXT)
+    r = nd.compress_file("a.txt", model="mine.nlmm")
+    assert r["dst"] == "a.txt.nlm"
+    assert nlmcodec.decompress((tmp_path / "a.txt.nlm").read_bytes(), model="mine.nlmm") == TEXT
 
 
 # ------------------------------------------------------------------------------------------ LocalCluster

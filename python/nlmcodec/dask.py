@@ -45,8 +45,14 @@ def init_process():
 
 
 def _model_arg(model):
-    if model is None or isinstance(model, (str, os.PathLike)):
-        return None if model is None else os.fspath(model)
+    """None, a bundled name, or a path made absolute (a worker's working directory may differ)."""
+    if model is None:
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        s = os.fspath(model)
+        if isinstance(model, str) and s in nlmcodec._bundled_files():
+            return s
+        return os.path.abspath(s) if os.path.isfile(s) else s
     raise TypeError("model must be a bundled model name or a path to a .nlmm file (the workers load it "
                     f"themselves), not {type(model).__name__}")
 
@@ -73,8 +79,8 @@ class NLMCodecPlugin(WorkerPlugin):
 
 # ------------------------------------------------------------------------------------ one file (a task)
 def _atomic_write(dst, src_mode, write, overwrite):
-    """Call write(f) on a temporary file beside dst, fsync it, give it src_mode's permission bits and
-    rename it to dst.  Returns (bytes written, sha256 hex of them)."""
+    """Call write(out), where out(b) appends b to a temporary file beside dst; then fsync the file, give
+    it src_mode's permission bits and rename it to dst.  Returns (bytes written, sha256 hex of them)."""
     dst = os.fspath(dst)
     if not overwrite and os.path.lexists(dst):
         raise FileExistsError(f"{dst} exists (pass overwrite=True to replace it)")
@@ -181,10 +187,11 @@ def _size(path):
 
 def _run(client, fn, srcs, dsts, models, kwargs):
     client = _client(client)
-    srcs = [os.fspath(s) for s in srcs]
+    srcs = [os.path.abspath(s) for s in srcs]          # a worker's working directory may differ
+    dsts = [os.path.abspath(d) for d in dsts]
     if len(dsts) != len(srcs):
         raise ValueError(f"{len(srcs)} inputs but {len(dsts)} outputs")
-    if len(set(map(os.path.abspath, dsts))) != len(dsts):
+    if len(set(dsts)) != len(dsts):
         raise ValueError("two inputs would be written to the same output")
     client.register_plugin(NLMCodecPlugin(models))
     # largest first: the last tasks to start are the short ones, so the workers finish together
