@@ -1,6 +1,6 @@
 """Peak memory of streaming: the CLI compresses and decompresses generated text of several sizes in
 bounded memory (the model plus a few 4 MiB groups), and NLMDecompressor.decompress(frame, max_length=1)
-on a high-ratio frame holds at most one block of output.
+on a high-ratio frame holds at most one block of output (and draining the rest is linear).
 
     python benchmarks/memory.py [--sizes 10 100 1000] [--model default] [--kind lines|english]
 
@@ -55,13 +55,19 @@ data = b"All work and no play makes Jack a dull boy.\n" * (int(sys.argv[1]) // 4
 open(sys.argv[3], "wb").write(nlmcodec.compress(data, model=sys.argv[2], adapt=False))
 """
 MAXLEN_CHILD = r"""
-import resource, sys, nlmcodec
+import resource, sys, time, nlmcodec
 frame = open(sys.argv[1], "rb").read()
 d = nlmcodec.NLMDecompressor()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 out = d.decompress(frame, max_length=1)
 assert len(out) == 1 and not d.needs_input
-print(len(frame), base / 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+peak1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t = time.process_time()
+n = 1
+while not d.eof:                     # drain in 64 KiB pieces: linear, not quadratic
+    n += len(d.decompress(b"", max_length=1 << 16))
+cpu = time.process_time() - t
+print(len(frame), base / 1024, peak1, n, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
 
 
@@ -71,13 +77,14 @@ def main():
     ap.add_argument("--model", default="default")
     ap.add_argument("--kind", default="lines", choices=["lines", "english"])
     ap.add_argument("--static", action="store_true", help="static mode (default: dynamic)")
+    ap.add_argument("--maxlen-only", action="store_true", help="only the max_length measurement")
     a = ap.parse_args()
     py = sys.executable
     print(f"model {a.model}, {'static' if a.static else 'dynamic'}, text: {a.kind}\n")
     print("| input MB | frame bytes | compress s | compress peak MB | decompress s | decompress peak MB |")
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        for mb in a.sizes:
+        for mb in ([] if a.maxlen_only else a.sizes):
             n = int(mb * 1e6)
             src = os.path.join(tmp, "in.txt")
             subprocess.run([py, "-c", CHILD_GEN, str(n), a.kind, src], check=True)
@@ -91,9 +98,11 @@ def main():
         fpath = os.path.join(tmp, "jack.nlm")
         subprocess.run([py, "-c", MAXLEN_MAKE, str(256 << 20), a.model, fpath], check=True)
         p = subprocess.run([py, "-c", MAXLEN_CHILD, fpath], capture_output=True, text=True, check=True)
-    flen, base, peak = p.stdout.split()
+    flen, base, peak1, n, cpu, peak = p.stdout.split()
     print(f"\ndecompress(frame, max_length=1) on a {int(flen):,}-byte frame of 256 MiB (static; ratio "
-          f"{(256 << 20) / int(flen):,.0f}:1): peak RSS {float(base):.0f} MB before the call, {float(peak):.0f} MB after")
+          f"{(256 << 20) / int(flen):,.0f}:1): peak RSS {float(base):.0f} MB before the call, {float(peak1):.0f} MB "
+          f"after; draining the other {int(n) - 1:,} bytes with max_length=65536: {float(cpu):.2f} s of CPU, "
+          f"peak {float(peak):.0f} MB")
 
 
 if __name__ == "__main__":
