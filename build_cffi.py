@@ -50,6 +50,18 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);
 const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* len);
 int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
+
+/* per-token trace */
+typedef struct {
+    uint32_t off, len;
+    int32_t word;
+    uint8_t kind, ccase, gap, flags;
+    double bits[7];
+    int32_t top_id[3];
+    float top_p[3];
+} NlmTraceRec;
+int nlm_codec_trace(NlmCodec* c, int on);
+const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
 """
 
 ffibuilder = FFI()

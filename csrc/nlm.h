@@ -131,6 +131,40 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_COUNT 10
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
+/* ---- per-token trace (reporting only: never changes a coded byte) ----
+ * nlm_codec_trace(c, 1) makes every later nlm_encode_block record one NlmTraceRec per token it codes,
+ * readable through nlm_codec_trace_records until the next nlm_encode_block (which replaces them); a
+ * block refused with NLM_ERR_UNSUPPORTED leaves 0 records.  nlm_codec_trace(c, 0) stops and frees the
+ * buffer.  Off by default; nlm_decode_block never records.  Bits are −log2(f/F) of the quantised
+ * frequencies actually coded (the same numbers nlm_codec_stats sums).  A block's records add up to its
+ * payload size in bits minus the coder's rounding and flush. */
+#define NLM_PART_CLASS 0 /* class stage of an in-vocabulary token or <end> */
+#define NLM_PART_WORD 1  /* word-in-class stage of an in-vocabulary token or <end> */
+#define NLM_PART_UNK 2   /* class + word stages of <unk> (then NLM_PART_CLASS/WORD are 0) */
+#define NLM_PART_CACHE 3 /* spelling-cache symbol (hit or escape) */
+#define NLM_PART_SPELL 4 /* character speller */
+#define NLM_PART_CASE 5  /* case symbol */
+#define NLM_PART_GAP 6   /* gap symbol + literal run */
+#define NLM_NPART 7
+#define NLM_TRACE_TOPK 3
+#define NLM_TRACE_CACHE_HIT 1 /* flags: the <unk> body came from the spelling cache */
+#define NLM_TRACE_CASE_CODED 2 /* flags: a case symbol was coded */
+typedef struct {
+    uint32_t off, len;  /* the token's bytes in the block: src[off, off+len) = gap then body */
+    int32_t word;       /* word id coded: 0 <unk>, 1 <end>, else in-vocabulary */
+    uint8_t kind;       /* NLM_KIND_* */
+    uint8_t ccase;      /* 0 lower, 1 Capitalised, 2 UPPER, 3 verbatim */
+    uint8_t gap;        /* gap symbol 0..7 */
+    uint8_t flags;      /* NLM_TRACE_* */
+    double bits[NLM_NPART]; /* bits of each part, NLM_PART_* */
+    /* The model's best guesses, restricted to the class actually coded: the NLM_TRACE_TOPK most probable
+     * words of that class, p = p(class) * p(word | class) from the quantised frequencies; id -1 = none. */
+    int32_t top_id[NLM_TRACE_TOPK];
+    float top_p[NLM_TRACE_TOPK];
+} NlmTraceRec;
+int nlm_codec_trace(NlmCodec* c, int on);
+const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,9 @@
  *
  * Per token (FORMAT.md §3): class -> word in class -> [unknown body: cache/speller] -> [case] -> gap
  * [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].
+ *
+ * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
+ * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
  */
 #include <math.h> /* log2: statistics only, never feeds coding */
 #include <stdlib.h>
@@ -42,6 +45,9 @@ struct NlmCodec {
     GapMix gapmix, gapmix_saved;
     NlmLexToken* toks;
     size_t toks_cap;
+    int trace_on;         /* nlm_codec_trace */
+    NlmTraceRec* trace;   /* [trace_cap], the records of the last nlm_encode_block */
+    size_t trace_cap, trace_n;
 };
 
 const char* nlm_error_name(int code) {
@@ -89,24 +95,55 @@ typedef struct {
     int glen;
 } StepTok;
 
-static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
+/* Trace only: the NLM_TRACE_TOPK largest of f[0..n) (total F) times pc, as ids base + index. */
+static void trace_topk(NlmTraceRec* tr, const uint32_t* f, int n, double pc, int32_t base) {
+    uint64_t F = 0;
+    int best[NLM_TRACE_TOPK];
+    for (int k = 0; k < NLM_TRACE_TOPK; k++) best[k] = -1;
+    for (int i = 0; i < n; i++) {
+        F += f[i];
+        for (int k = 0; k < NLM_TRACE_TOPK; k++) {
+            if (best[k] < 0 || f[i] > f[best[k]]) {
+                for (int m = NLM_TRACE_TOPK - 1; m > k; m--) best[m] = best[m - 1];
+                best[k] = i;
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < NLM_TRACE_TOPK; k++) {
+        tr->top_id[k] = best[k] < 0 ? -1 : base + best[k];
+        tr->top_p[k] = best[k] < 0 ? 0.0f : (float)(pc * (double)f[best[k]] / (double)F);
+    }
+}
+
+/* tr: the token's trace record (NULL when tracing is off); only written, never read. */
+static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec* tr) {
     const int dec = c->rc.decoding;
     double* st = c->stats;
     int r, cls, j, n;
+    double pc = 0; /* trace: p(class) of the coded class */
 
     /* 1. class */
     const float* zc = elman_class_logits(c->model);
     cls = dec ? 0 : elman_class_of(c->model, t->w);
     double cbits = 0;
     if ((r = code_symbol(c, zc, c->cfg.C, &cls, &cbits)) < 0) return r;
+    const double class_bits = cbits;
+    if (tr) pc = exp2(-class_bits);
     /* 2. word within the class */
     const float* zw = elman_word_logits(c->model, cls, &n);
     j = dec ? 0 : t->w - c->class_start[cls];
     if ((r = code_symbol(c, zw, n, &j, &cbits)) < 0) return r;
     t->w = c->class_start[cls] + j;
+    if (tr) trace_topk(tr, c->freq, n, pc, c->class_start[cls]); /* c->freq still holds the word stage */
     st[NLM_STAT_TOKENS] += 1;
     if (t->w == 0) st[NLM_STAT_UNK_TOKENS] += 1, st[NLM_STAT_UNK_BITS] += cbits;
     else st[NLM_STAT_WORD_BITS] += cbits;
+    if (tr) {
+        tr->word = t->w;
+        if (t->w == 0) tr->bits[NLM_PART_UNK] = cbits;
+        else tr->bits[NLM_PART_CLASS] = class_bits, tr->bits[NLM_PART_WORD] = cbits - class_bits;
+    }
 
     /* 3. body */
     if (t->w == 0) {
@@ -118,6 +155,10 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
         st[NLM_STAT_SPELLED] += !hit;
         st[NLM_STAT_CACHE_BITS] += b2[0];
         st[NLM_STAT_SPELL_BITS] += b2[1];
+        if (tr) {
+            tr->bits[NLM_PART_CACHE] = b2[0], tr->bits[NLM_PART_SPELL] = b2[1];
+            if (hit) tr->flags |= NLM_TRACE_CACHE_HIT;
+        }
     } else if (dec) {
         t->blen = t->w == 1 ? 0 : c->vocab.blen[t->w];
         memcpy(t->body, c->vocab.body[t->w], (size_t)t->blen);
@@ -132,8 +173,10 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
         } else {
             case_coded = 1;
             if (dec) t->ccase = 0;
-            if ((r = code_symbol(c, elman_case_logits(c->model, t->w), 3, &t->ccase, &st[NLM_STAT_CASE_BITS])) < 0)
-                return r;
+            double kb = 0;
+            if ((r = code_symbol(c, elman_case_logits(c->model, t->w), 3, &t->ccase, &kb)) < 0) return r;
+            st[NLM_STAT_CASE_BITS] += kb;
+            if (tr) tr->bits[NLM_PART_CASE] = kb, tr->flags |= NLM_TRACE_CASE_CODED;
         }
     } else {
         t->ccase = 0;
@@ -153,13 +196,17 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
 #endif
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
-        st[NLM_STAT_GAP_BITS] += bits_of(gf, t->gap, G);
+        double gbits = bits_of(gf, t->gap, G);
+        st[NLM_STAT_GAP_BITS] += gbits;
         int gl = 0;
         const uint8_t* gb;
         if (t->gap == 7) {
             if (dec) t->gapbuf = gap_scratch;
+            /* the statistics accumulate exactly as without a trace; the trace takes the difference */
+            const double before = st[NLM_STAT_GAP_BITS];
             if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN, &st[NLM_STAT_GAP_BITS])) < 0)
                 return r;
+            gbits += st[NLM_STAT_GAP_BITS] - before;
             if (t->glen < 1) return NLM_ERR_CORRUPT;
             gb = t->gapbuf;
             gl = t->glen;
@@ -167,6 +214,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch) {
             gb = lex_gap_bytes(t->gap, &gl);
         }
         gapmix_update(&c->gapmix, gctx, t->gap, gb, gl, t->blen);
+        if (tr) tr->bits[NLM_PART_GAP] = gbits, tr->kind = (uint8_t)kind, tr->ccase = (uint8_t)t->ccase,
+                tr->gap = (uint8_t)t->gap;
     }
 
     /* 6. advance; 7. dynamic update at the end of a segment */
@@ -239,6 +288,7 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->freq);
     free(c->class_start);
     free(c->toks);
+    free(c->trace);
     free(c);
 }
 
@@ -276,6 +326,7 @@ int nlm_codec_restore(NlmCodec* c) {
 
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     if (!c || (n && !src)) return NLM_ERR_STATE;
+    c->trace_n = 0; /* the trace describes this call only, even when it refuses the block */
     if (n > 0xFFFFFFF0u) return NLM_ERR_CAPACITY;
     if (c->toks_cap < n + 1) {
         free(c->toks);
@@ -288,6 +339,12 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
      * speller, gap counts, statistics) is touched, so a refused block leaves the codec as it was. */
     for (int64_t k = 0; k < ntok; k++)
         if (c->toks[k].gap == 7 && c->toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_UNSUPPORTED;
+    if (c->trace_on && c->trace_cap < (size_t)ntok) {
+        free(c->trace);
+        c->trace_cap = 0;
+        if (!(c->trace = (NlmTraceRec*)malloc(sizeof(NlmTraceRec) * (size_t)ntok))) return NLM_ERR_NOMEM;
+        c->trace_cap = (size_t)ntok;
+    }
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
     c->rc.decoding = 0;
@@ -308,7 +365,15 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
             if (lt->kind == NLM_KIND_WORD && lt->ccase < 3) lex_lower(t.body, t.body, t.blen);
             t.w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(&c->vocab, t.body, t.blen);
         }
-        r = step_token(c, &t, NULL);
+        NlmTraceRec* tr = NULL;
+        if (c->trace_on) {
+            tr = &c->trace[k];
+            memset(tr, 0, sizeof *tr);
+            tr->off = lt->gap_off; /* the gap precedes the body */
+            tr->len = lt->off + lt->len - lt->gap_off;
+            c->trace_n = (size_t)k + 1;
+        }
+        r = step_token(c, &t, NULL, tr);
     }
     if (r >= 0) {
         end_block(c);
@@ -342,7 +407,7 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
         t.gapbuf = NULL;
         t.glen = 0;
         t.blen = 0;
-        if ((r = step_token(c, &t, gap_scratch)) < 0) break;
+        if ((r = step_token(c, &t, gap_scratch, NULL)) < 0) break;
         int gl;
         const uint8_t* g = t.gap == 7 ? t.gapbuf : lex_gap_bytes(t.gap, &gl);
         if (t.gap == 7) gl = t.glen;
@@ -368,4 +433,21 @@ int nlm_codec_stats(const NlmCodec* c, double* out, size_t n) {
     size_t k = n < NLM_STAT_COUNT ? n : NLM_STAT_COUNT;
     memcpy(out, c->stats, sizeof(double) * k);
     return (int)k;
+}
+
+int nlm_codec_trace(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->trace_on = on ? 1 : 0;
+    if (!on) {
+        free(c->trace);
+        c->trace = NULL;
+        c->trace_cap = c->trace_n = 0;
+    }
+    return NLM_OK;
+}
+
+const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n) {
+    if (!c) { if (n) *n = 0; return NULL; }
+    if (n) *n = c->trace_n;
+    return c->trace;
 }

@@ -12,6 +12,15 @@ TOKEN_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("ga
                         ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
 assert TOKEN_DTYPE.itemsize == native.TOKEN_SIZE
 
+# One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
+# case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
+# coded class with p = p(class) * p(word | class) (id -1 = none).
+TRACE_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("word", "<i4"), ("kind", "u1"), ("case", "u1"),
+                        ("gap", "u1"), ("flags", "u1"), ("bits", "<f8", (7,)), ("top_id", "<i4", (3,)),
+                        ("top_p", "<f4", (3,))])
+assert TRACE_DTYPE.itemsize == native.TRACE_SIZE
+TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap")
+
 KIND_END, KIND_WORD, KIND_NUMBER, KIND_SYMBOL = 0, 1, 2, 3
 STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "cache_bits",
               "spelled", "spell_bits", "case_bits", "gap_bits")
@@ -76,5 +85,13 @@ class Codec:
     def stats(self):
         return dict(zip(STAT_NAMES, check(self._c.stats())))
 
+    def trace(self, on):
+        """Record a per-token trace of every later encode_block (on=False: stop and free it)."""
+        check(self._c.trace(int(bool(on))))
 
-__all__ = ["backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE"]
+    def trace_records(self):
+        """The trace of the last encode_block: a numpy array of TRACE_DTYPE, one row per token."""
+        return np.frombuffer(self._c.trace_records(), dtype=TRACE_DTYPE)
+
+
+__all__ = ["backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE", "TRACE_DTYPE", "TRACE_PARTS"]

@@ -7,6 +7,7 @@ turns them into NLMError.
 from ._nlm_cffi import ffi, lib
 
 TOKEN_SIZE = ffi.sizeof("NlmLexToken")
+TRACE_SIZE = ffi.sizeof("NlmTraceRec")
 
 
 def error_name(code):
@@ -77,3 +78,14 @@ class Codec:
         if k < 0:
             return int(k)
         return [buf[i] for i in range(k)]
+
+    def trace(self, on):
+        return lib.nlm_codec_trace(self.c, on)
+
+    def trace_records(self):
+        """The trace of the last encode_block as the raw bytes of an NlmTraceRec array (_core.TRACE_DTYPE)."""
+        n = ffi.new("size_t*")
+        t = lib.nlm_codec_trace_records(self.c, n)
+        if n[0] == 0 or t == ffi.NULL:
+            return b""
+        return bytes(ffi.buffer(t, n[0] * TRACE_SIZE))

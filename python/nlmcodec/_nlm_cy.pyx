@@ -30,8 +30,13 @@ cdef extern from "nlm.h" nogil:
     const uint8_t* nlm_codec_output(const NlmCodec* c, size_t* length)
     int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
     int nlm_codec_stats(const NlmCodec* c, double* out, size_t n)
+    ctypedef struct NlmTraceRec:
+        uint32_t off
+    int nlm_codec_trace(NlmCodec* c, int on)
+    const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n)
 
 TOKEN_SIZE = sizeof(NlmLexToken)
+TRACE_SIZE = sizeof(NlmTraceRec)
 
 
 def error_name(int code):
@@ -135,3 +140,14 @@ cdef class Codec:
         if k < 0:
             return int(k)
         return [buf[i] for i in range(k)]
+
+    def trace(self, int on):
+        return nlm_codec_trace(self.c, on)
+
+    def trace_records(self):
+        """The trace of the last encode_block as the raw bytes of an NlmTraceRec array (_core.TRACE_DTYPE)."""
+        cdef size_t n = 0
+        cdef const NlmTraceRec* t = nlm_codec_trace_records(self.c, &n)
+        if n == 0 or t == NULL:
+            return b""
+        return (<const uint8_t*>t)[:n * sizeof(NlmTraceRec)]
