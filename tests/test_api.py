@@ -14,7 +14,7 @@ TEXT = word_salad(4000) + b"\nThe End.\n"
 def test_all_is_pinned():
     assert sorted(nlmcodec.__all__) == sorted([
         "CHECK_CRC32", "CHECK_NONE", "FORMAT_VERSION", "FrameInfo", "NLMCompressor", "NLMDecompressor",
-        "NLMError", "NLMFile", "backend", "compress", "decompress", "get_frame_info", "load_model", "open"])
+        "NLMError", "NLMFile", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
     assert nlmcodec.FORMAT_VERSION == 2

@@ -49,6 +49,7 @@ __all__ = [
     "backend",
     "compress",
     "decompress",
+    "explain",
     "get_frame_info",
     "load_model",
     "open",
@@ -367,4 +368,5 @@ def decompress(data, /, *, model=None, threads=1) -> bytes:
 
 
 from ._file import NLMFile, open  # noqa: E402  (after the objects it is built on)
+from ._explain import explain  # noqa: E402  (per-token costs from the same coding path as compress)
 from . import _fsspec  # noqa: E402,F401  (registers the "nlm" compression with fsspec, lazily)

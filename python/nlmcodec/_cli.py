@@ -21,7 +21,7 @@ Only the public API of :mod:`nlmcodec` is used, plus ``nlmcodec._frame.list_fram
 of format 1 and 2; standard input, which cannot seek, is read into memory first).  ``-T N`` is passed to
 the coders as ``threads=N``; the progress line reads their ``progress`` counters.  ``--train`` is
 delegated to :mod:`nlmcodec.train` (``parse_args`` and ``run``), ``-b/--bench`` to
-``nlmcodec._bench.bench_main(files, opts)``.
+``nlmcodec._bench.bench_main(files, opts)``, ``--explain`` to :mod:`nlmcodec._explain` (the page).
 """
 
 import argparse
@@ -360,11 +360,86 @@ def _run_bench(files, opts):
     return EXIT_ERROR
 
 
-_MODE_HOOKS = {"--train": _run_train}
+def _run_explain(argv):
+    """``nlmcodec --explain FILE [-o OUT.html] [-m MODEL] [-f] [-q]``: the page of nlmcodec._explain.
+
+    Both modes (static and dynamic) are computed and drawn; OUT defaults to FILE.explain.html, is written
+    to a temporary file and renamed into place (an existing OUT is replaced only with -f).
+    """
+    ap = _Parser(prog=f"{PROG} --explain", description="Draw where the bits go: a self-contained HTML page "
+                 "with each token coloured by its cost (static and dynamic), bits by category and a "
+                 "cumulative-size curve against xz -9e.")
+    ap.add_argument("file", metavar="FILE")
+    ap.add_argument("-o", "--output", metavar="OUT.html", help="output page (default FILE.explain.html)")
+    ap.add_argument("-m", "--model", metavar="MODEL", help="bundled model name or .nlmm path (default: default)")
+    ap.add_argument("-f", "--force", action="store_true", help="replace an existing output")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else EXIT_ERROR
+    out = args.output or args.file + ".explain.html"
+    if os.path.isdir(out):
+        _eprint(f"{PROG}: {out}: Is a directory")
+        return EXIT_ERROR
+    if os.path.lexists(out) and not args.force:
+        _eprint(f"{PROG}: {out}: File exists (use -f to overwrite)")
+        return EXIT_ERROR
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        _eprint(f"{PROG}: {args.file}: {e.strerror or e}")
+        return EXIT_ERROR
+    try:
+        from . import _explain
+        from ._errors import NLMError
+    except ImportError as e:
+        _eprint(f"{PROG}: --explain is not available: {e}")
+        return EXIT_ERROR
+    o = None
+    try:
+        t0 = time.monotonic()
+        exps = [_explain.explain(data, model=args.model, adapt=a) for a in (False, True)]
+        page = _explain.render_html(data, os.path.basename(args.file), exps).encode("utf-8")
+        o = _Output(out, args.force)
+        o.write(page)
+        umask = os.umask(0o22)
+        os.umask(umask)
+        os.fchmod(o.fd, 0o666 & ~umask)     # a page, not a copy of FILE: the usual mode of a new file
+        o.commit()
+        if not args.quiet:
+            _eprint(f"{PROG}: {out}: {len(exps[0]):,} tokens; static {exps[0].frame_size:,} B, dynamic "
+                    f"{exps[1].frame_size:,} B of {len(data):,} B ({_elapsed(time.monotonic() - t0)})")
+    except _Skip as e:
+        _eprint(f"{PROG}: {e}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _eprint(f"{PROG}: interrupted")
+        return 128 + signal.SIGINT
+    except OSError as e:
+        if e.filename is None and isinstance(e, FileNotFoundError):    # no such model
+            _eprint(f"{PROG}: --explain: {_cli_words(e)}")
+        else:
+            _eprint(f"{PROG}: {e.filename or out}: {e.strerror or e}")
+        return EXIT_ERROR
+    except MemoryError:
+        _eprint(f"{PROG}: --explain: out of memory")
+        return EXIT_ERROR
+    except (ValueError, NLMError) as e:
+        _eprint(f"{PROG}: --explain: {_cli_words(e)}")
+        return EXIT_ERROR
+    finally:
+        if o is not None:
+            o.discard()
+    return EXIT_OK
+
+
+_MODE_HOOKS = {"--train": _run_train, "--explain": _run_explain}
 
 
 def _split_mode(argv):
-    """Find a --train token (before any ``--``); return (hook, argv without it) or (None, argv)."""
+    """Find a --train or --explain token (before any ``--``); return (hook, argv without it) or (None, argv)."""
     for i, a in enumerate(argv):
         if a == "--":
             break
@@ -394,6 +469,7 @@ def _build_parser():
                     "With no FILE, or when FILE is -, read standard input and write standard output.",
         epilog="training: %(prog)s --train FILE... -o MODEL [-f] [training options] "
                "(see %(prog)s --train --help). "
+               "explain: %(prog)s --explain FILE [-o OUT.html] [-m MODEL] [-f] (see %(prog)s --explain --help). "
                "Exit status: 0 ok, 1 error, 2 warning, 128+N after signal N (130 after Ctrl-C).",
     )
     m = p.add_argument_group("operation mode (the last one given wins)")
