@@ -2,7 +2,7 @@
 
 Each case runs ``nlmcodec.train.main(argv)`` itself -- tokenise, vocabulary, class map, word dropout,
 ``reference.forward_backward`` + clipping + Adam exactly as train.py runs them -- on a small real token stream:
-the first documents of ``/work/shared/corpus/train/train-08.jsonl.xz`` (never bench/ or ood/), copied to a
+the first documents of ``train/train-08.jsonl.xz`` of the shared corpus (never bench/ or ood/), copied to a
 temporary ``.jsonl`` until they hold at least 40,000 distinct keys, so that V = 24,576 is not reduced
 (79 documents, about 2.2 M tokens).  Random init (``--seed 1``), no dev set, no checkpoint directory, ``--ms-segments 1``.
 
@@ -35,9 +35,10 @@ import pytest
 
 from nlmcodec import reference as R
 from nlmcodec import train as T
+from nlmcodec._bench import corpus_dir
 from nlmcodec._corpus import END_KEY, _doc_keys, iter_documents
 
-TRAIN_FILE = "/work/shared/corpus/train/train-08.jsonl.xz"
+TRAIN_FILE = os.path.join(corpus_dir() or "../shared/corpus", "train", "train-08.jsonl.xz")
 MIN_KEYS = 40_000
 WARMUP = int(os.environ.get("NLM_TRAIN_BENCH_WARMUP", 3))
 STEPS = int(os.environ.get("NLM_TRAIN_BENCH_STEPS", 40))

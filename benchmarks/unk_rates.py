@@ -6,9 +6,9 @@ Model (vocabulary): ``--model``, else ``python/nlmcodec/models/default.nlmm`` if
 ``runs/default/best.nlmm`` (the default training run's current best checkpoint; every checkpoint of that run
 has the same vocabulary).
 
-Files: every file under /work/shared/corpus/bench (Silesia ``*.xz`` decompressed in memory) and under
-/work/shared/corpus/ood, each lexed as one block with the C lexer (``nlmcodec._core.lex_tokens``, FORMAT.md
-§1); plus the dev split /work/shared/corpus/dev/dev-00.jsonl.xz as a reference row (each document one block).
+Files: every file under bench/ of the shared corpus ($NLMCODEC_CORPUS or ../shared/corpus) (Silesia ``*.xz`` decompressed in memory) and under
+ood/, each lexed as one block with the C lexer (``nlmcodec._core.lex_tokens``, FORMAT.md
+§1); plus the dev split dev/dev-00.jsonl.xz as a reference row (each document one block).
 
 A token is unknown when the codec sends it as ``<unk>``: a case-3 word (verbatim mixed case) always;
 otherwise when its key -- the ASCII-lowercased body for words of case 0..2, the exact body for numbers and
@@ -30,10 +30,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+from nlmcodec._bench import corpus_dir
 from nlmcodec._core import lex_tokens
 from nlmcodec._model import Model
 
-CORPUS = "/work/shared/corpus"
+CORPUS = corpus_dir() or "../shared/corpus"
 DEV = os.path.join(CORPUS, "dev", "dev-00.jsonl.xz")
 KIND_END, KIND_WORD = 0, 1
 

@@ -38,13 +38,16 @@ BINARY = bytes(range(256)) * 2 + random.Random(1234).randbytes(1500)
 
 
 def _alice_full():
-    p = Path("/work/shared/corpus/bench/canterbury/alice29.txt")
-    return p.read_bytes() if p.exists() else None
+    """alice29.txt from the shared corpus ($NLMCODEC_CORPUS or ../shared/corpus), or None."""
+    from nlmcodec._bench import corpus_dir
+    root = corpus_dir()
+    p = Path(root, "bench", "canterbury", "alice29.txt") if root else None
+    return p.read_bytes() if p is not None and p.exists() else None
 
 
 def _alice():
-    p = Path("/work/shared/corpus/bench/canterbury/alice29.txt")
-    return p.read_bytes()[:4000] if p.exists() else None
+    a = _alice_full()
+    return a[:4000] if a is not None else None
 
 
 def inputs():
