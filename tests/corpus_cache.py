@@ -98,3 +98,12 @@ def has_default_model() -> bool:
         return True
     except Exception:
         return False
+
+
+def short_text(limit=4000) -> bytes:
+    """The first `limit` bytes of asyoulik.txt cut after a newline (word salad without the corpus): the
+    small real input of the file-layer tests."""
+    from conftest import word_salad
+    p = CORPUS / "bench" / "canterbury" / "asyoulik.txt"
+    text = p.read_bytes()[:limit] if p.is_file() else word_salad(700).replace(b" the ", b"\nthe ")
+    return text[:text.rindex(b"\n") + 1]

@@ -36,10 +36,11 @@ FileTestCase, test by test:
   test_read_from_fileobj_with_int_name      ported
   test_read_incomplete                      ported: NLMError instead of EOFError
   test_read_truncated                       ported: NLMError instead of EOFError
-  test_read_bad_args                        ported
+  test_read_bad_args                        ported (test_read_bad_args[read])
   test_read_bad_data                        ported, reversed: data that is no frame raises NLMError
   test_read1, test_read1_0, test_read1_10   ported
-  test_read1_multistream, test_read1_bad_args  ported
+  test_read1_multistream                    ported
+  test_read1_bad_args                       ported as test_read_bad_args[read1]
   test_peek, test_peek_bad_args             ported
   test_iterator, test_readline, test_readlines  ported
   test_decompress_limited                   ported
@@ -81,19 +82,12 @@ from nlmcodec import CHECK_CRC32, CHECK_NONE, NLMError
 from nlmcodec import _file
 from nlmcodec._file import NLMFile, open as nlm_open
 
-from conftest import word_salad
-from corpus_cache import CORPUS
+from corpus_cache import short_text
 
 MODEL = "tiny"
 
 
-def _input():
-    p = CORPUS / "bench" / "canterbury" / "asyoulik.txt"
-    text = p.read_bytes()[:4000] if p.is_file() else word_salad(700).replace(b" the ", b"\nthe ")
-    return text[:text.rindex(b"\n") + 1]
-
-
-INPUT = _input()
+INPUT = short_text()
 BOGUS = b"this is not an nlmcodec frame, just some text\n" * 3
 
 
@@ -490,17 +484,18 @@ def test_read_corrupt():
             f.read()
 
 
-def test_read_bad_args():
+@pytest.mark.parametrize("method, bad", [("read", float()), ("read1", None)])
+def test_read_bad_args(method, bad):
     f = NLMFile(io.BytesIO(COMPRESSED))
     f.close()
     with pytest.raises(ValueError):
-        f.read()
+        getattr(f, method)()
     with NLMFile(io.BytesIO(), "w", model=MODEL) as f:
         with pytest.raises(ValueError):
-            f.read()
+            getattr(f, method)()
     with NLMFile(io.BytesIO(COMPRESSED)) as f:
         with pytest.raises(TypeError):
-            f.read(float())
+            getattr(f, method)(bad)
 
 
 def test_read_bad_data():
@@ -552,19 +547,6 @@ def test_read1_multistream():
             blocks.append(result)
         assert b"".join(blocks) == INPUT * 5
         assert f.read1() == b""
-
-
-def test_read1_bad_args():
-    f = NLMFile(io.BytesIO(COMPRESSED))
-    f.close()
-    with pytest.raises(ValueError):
-        f.read1()
-    with NLMFile(io.BytesIO(), "w", model=MODEL) as f:
-        with pytest.raises(ValueError):
-            f.read1()
-    with NLMFile(io.BytesIO(COMPRESSED)) as f:
-        with pytest.raises(TypeError):
-            f.read1(None)
 
 
 def test_peek():

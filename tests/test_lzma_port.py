@@ -60,19 +60,12 @@ import nlmcodec
 from nlmcodec import CHECK_CRC32, CHECK_NONE, NLMCompressor, NLMDecompressor, NLMError
 from nlmcodec._file import NLMFile, open as nlm_open  # noqa: F401  (the file layer: tests/test_file.py)
 
-from conftest import word_salad
-from corpus_cache import CORPUS
+from corpus_cache import short_text
 
 MODEL = "tiny"
 
 
-def _input():
-    p = CORPUS / "bench" / "canterbury" / "asyoulik.txt"
-    text = p.read_bytes()[:4000] if p.is_file() else word_salad(700).replace(b" the ", b"\nthe ")
-    return text[:text.rindex(b"\n") + 1]
-
-
-INPUT = _input()
+INPUT = short_text()
 NOISE = random.Random(8).randbytes(1024)          # incompressible: a stored block
 BOGUS = b"this is not an nlmcodec frame, just some text\n" * 3
 

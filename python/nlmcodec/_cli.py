@@ -311,18 +311,8 @@ def _run_train(argv):
         return EXIT_ERROR
     try:
         rc = train.run(args)
-    except KeyboardInterrupt:
-        _eprint(f"{PROG}: interrupted")
-        return 128 + signal.SIGINT
-    except OSError as e:
-        _eprint(f"{PROG}: {e.filename or args.output}: {e.strerror or e}")
-        return EXIT_ERROR
-    except MemoryError:
-        _eprint(f"{PROG}: --train: out of memory")
-        return EXIT_ERROR
-    except (ValueError, NLMError) as e:
-        _eprint(f"{PROG}: --train: {_cli_words(e)}")
-        return EXIT_ERROR
+    except (KeyboardInterrupt, OSError, MemoryError, ValueError, NLMError) as e:
+        return _mode_failure("--train", e, args.output)
     except SystemExit as e:
         if isinstance(e.code, int) or e.code is None:
             return e.code or EXIT_OK
@@ -414,25 +404,29 @@ def _run_explain(argv):
     except _Skip as e:
         _eprint(f"{PROG}: {e}")
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        _eprint(f"{PROG}: interrupted")
-        return 128 + signal.SIGINT
-    except OSError as e:
-        if e.filename is None and isinstance(e, FileNotFoundError):    # no such model
-            _eprint(f"{PROG}: --explain: {_cli_words(e)}")
-        else:
-            _eprint(f"{PROG}: {e.filename or out}: {e.strerror or e}")
-        return EXIT_ERROR
-    except MemoryError:
-        _eprint(f"{PROG}: --explain: out of memory")
-        return EXIT_ERROR
-    except (ValueError, NLMError) as e:
-        _eprint(f"{PROG}: --explain: {_cli_words(e)}")
-        return EXIT_ERROR
+    except (KeyboardInterrupt, OSError, MemoryError, ValueError, NLMError) as e:
+        return _mode_failure("--explain", e, out)
     finally:
         if o is not None:
             o.discard()
     return EXIT_OK
+
+
+def _mode_failure(mode, e, path):
+    """The one-line message and exit status of a --train / --explain run that failed with e (path: the
+    file the mode was writing, named when an OSError carries no file name)."""
+    if isinstance(e, KeyboardInterrupt):
+        _eprint(f"{PROG}: interrupted")
+        return 128 + signal.SIGINT
+    if isinstance(e, FileNotFoundError) and e.filename is None:     # no such model
+        _eprint(f"{PROG}: {mode}: {_cli_words(e)}")
+    elif isinstance(e, OSError):
+        _eprint(f"{PROG}: {e.filename or path}: {e.strerror or e}")
+    elif isinstance(e, MemoryError):
+        _eprint(f"{PROG}: {mode}: out of memory")
+    else:
+        _eprint(f"{PROG}: {mode}: {_cli_words(e)}")
+    return EXIT_ERROR
 
 
 _MODE_HOOKS = {"--train": _run_train, "--explain": _run_explain}

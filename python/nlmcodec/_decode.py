@@ -62,7 +62,6 @@ class FrameDecoder:
         self._pool = None
         self.eof = False
         self.unused_data = b""
-        self.progress = 0             # bytes of output produced
         self._dropped = 0             # input bytes consumed and dropped from the buffer
 
     # ------------------------------------------------------------------------------------------ input
@@ -95,8 +94,7 @@ class FrameDecoder:
         with self._lock:
             if self._codecs:
                 return self._codecs.pop()
-        c = self._get_codec(self.model_id, self.adapt)
-        return c
+        return self._get_codec(self.model_id, self.adapt)
 
     def _give_codec(self, c):
         with self._lock:
@@ -130,7 +128,6 @@ class FrameDecoder:
         if out:
             self._crc = F.crc32(out, self._crc)
             self._out_size += len(out)
-            self.progress = self._out_size
         return out
 
     def _truncated_message(self):
@@ -265,7 +262,7 @@ class FrameDecoder:
         codec = None
         try:
             out = []
-            for j, b in enumerate(blocks):
+            for b in blocks:
                 if b.kind == F.BLOCK_MODEL and codec is None:
                     codec = self._take_codec()
                     codec.reset()

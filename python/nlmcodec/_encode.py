@@ -110,9 +110,10 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
 
     codec: a _core.Codec or None (no word model); single: the frame has this one group, so the model id
     is paid only if a block uses the model.  on_block(n) is called after each block of n bytes; cancel,
-    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model),
-    or (None, False) when no block uses the word model: the caller codes such plain groups together with
-    the plain groups next to them (serialize(_plain(...))), so lzma sees across group boundaries.
+    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model,
+    None), or (None, False, parts) when no block uses the word model: the caller codes such plain groups
+    together with the plain groups next to them, so lzma sees across group boundaries; parts, when not
+    None, is _plain(raw) already computed (used when the group has no plain neighbour).
     """
     parts, run = [], []               # run: (start, length) of the pending non-model blocks
     used = False
@@ -148,15 +149,15 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         if on_block is not None:
             on_block(k)
     if not used:
-        return None, False            # a plain group: coded together with its plain neighbours
+        return None, False, None      # a plain group: coded together with its plain neighbours
     if run:
         parts += _plain(raw[run[0][0]:])
     mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
     if mixed or 5 * _coded_size(parts) > 4 * len(F.lzma_compress(raw, 1)):
         alt = _plain(raw)
         if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
-            return None, False
-    return serialize(parts), used
+            return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
+    return serialize(parts), used, None
 
 
 def serialize(parts) -> bytes:
@@ -193,7 +194,7 @@ class FrameEncoder:
         self._crc = 0
         self._groups = []             # (size, coded bytes) for the index
         self._multi = False           # a group was cut before the end: the input is over one group
-        self._plain, self._plain_size = [], 0     # pending plain groups (see encode_group)
+        self._plain, self._plain_size = [], 0     # pending plain groups [(raw, parts or None)], see encode_group
         self._header_done = False
         self._done = False
         self._error = None
@@ -230,11 +231,11 @@ class FrameEncoder:
             self._give_codec(codec)
 
     # -- output (in input order, on the caller's thread)
-    def _emit(self, raw, group_bytes, used, out):
+    def _emit(self, raw, group_bytes, used, plain_parts, out):
         if group_bytes is None:
             if self._plain_size + len(raw) > PLAIN_RUN_MAX:
                 self._flush_plain(out)
-            self._plain.append(raw)
+            self._plain.append((raw, plain_parts))
             self._plain_size += len(raw)
             return
         self._flush_plain(out)
@@ -242,9 +243,13 @@ class FrameEncoder:
 
     def _flush_plain(self, out):
         if self._plain:
-            raw = b"".join(self._plain)
+            if len(self._plain) == 1 and self._plain[0][1] is not None:
+                raw, parts = self._plain[0]
+            else:
+                raw = b"".join(r for r, _ in self._plain)
+                parts = _plain(raw)
             self._plain, self._plain_size = [], 0
-            self._write(len(raw), serialize(_plain(raw)), False, out)
+            self._write(len(raw), serialize(parts), False, out)
 
     def _write(self, raw_size, group_bytes, used, out):
         if not self._header_done:
@@ -270,9 +275,9 @@ class FrameEncoder:
             raw, fut = self._inflight[0]
             if len(self._inflight) <= keep and not fut.done():
                 break
-            group_bytes, used = fut.result()
+            result = fut.result()
             self._inflight.popleft()
-            self._emit(raw, group_bytes, used, out)
+            self._emit(raw, *result, out)
 
     def _guard(self, fn, *args):
         if self._error is not None:

@@ -92,9 +92,6 @@ def varint(v: int) -> bytes:
             return bytes(out)
 
 
-_varint = varint   # the name older tests use
-
-
 def read_varint(buf, pos: int, what: str):
     """(value, next position) of the varint at buf[pos]; Incomplete if buf ends inside it."""
     v = 0
