@@ -303,6 +303,18 @@ def train(args) -> Model:
     model = R.Model(V, D, H, C, class_start)
     rng0 = np.random.default_rng([args.seed, 1])
     params = R.init_params(V, D, H, C, rng0, dtype=np.float32)
+    init_meta = {}
+    if args.init:
+        # warm start: the weights of an earlier model of the same shape, vocabulary and classes (its float16
+        # values); the optimiser moments start from zero and the schedule is this run's own
+        m0 = Model.load(args.init)
+        c0 = m0.config
+        if (c0["V"], c0["D"], c0["H"], c0["C"]) != (V, D, H, C) or m0.vocab != vocab or \
+                not np.array_equal(m0.class_start, class_start):
+            raise SystemExit(f"--init: {args.init} does not have this run's vocabulary, classes and shape")
+        params = m0.params.astype(np.float32).copy()
+        init_meta = {"init_model_id": m0.model_id.hex(), "init_model_name": m0.name,
+                     "init_tokens_trained": int(m0.metadata.get("tokens_trained", 0))}
     m1 = np.zeros_like(params)
     m2 = np.zeros_like(params)
     B, T = args.batch, args.bptt
@@ -346,6 +358,7 @@ def train(args) -> Model:
         "class_rule": "sqrt-frequency binning, contiguous",
         "ms_rule": "RMS of per-segment summed-loss gradient; row-sparse tensors over touched rows",
     }
+    meta_base.update(init_meta)
 
     def export(path, p, dev_res):
         ms = compute_ms(model, p, train_s, args.seed, DEFAULT_DYN["seg_len"], args.ms_segments)
@@ -542,6 +555,8 @@ def build_parser():
     ap.add_argument("--checkpoint-every", type=float, default=300, help="seconds between dev eval + checkpoint")
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps (deterministic)")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init", default=None, metavar="MODEL",
+                    help="start from the weights of MODEL (same --vocab/--dim/--hidden/--classes and corpus)")
     ap.add_argument("--cache-dir", default=None, help="token cache directory (default: the checkpoint dir)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--bptt", type=int, default=32)
