@@ -31,17 +31,20 @@ int64_t nlm_lex(const uint8_t* src, size_t n, NlmLexToken* out, size_t cap);
 
 /* model + codec context */
 typedef struct NlmCodec NlmCodec;
+typedef struct NlmModel NlmModel;
 typedef struct {
     int32_t V, D, H, C;
     int32_t seg_len;
     float lr, decay, eps;
 } NlmConfig;
 size_t nlm_param_count(const NlmConfig* cfg);
-NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
-                        const uint8_t* vocab_blob, size_t vocab_blob_len,
-                        const int32_t* class_start,
-                        const uint8_t* speller_prime, size_t speller_prime_len,
-                        int adapt, int* err);
+NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
+                        const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
+                        const uint8_t* speller_prime, size_t speller_prime_len, int* err);
+void nlm_model_free(NlmModel* m);
+size_t nlm_model_memory(const NlmModel* m);
+NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err);
+size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 int nlm_codec_reset(NlmCodec* c);
 int nlm_codec_save(NlmCodec* c);

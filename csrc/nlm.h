@@ -80,20 +80,39 @@ typedef struct {
 /* Number of floats in the parameter block of codec/FORMAT.md §2. */
 size_t nlm_param_count(const NlmConfig* cfg);
 
-typedef struct NlmCodec NlmCodec;
+/* ---- the model: immutable, shared by every codec context, stream and thread ---- */
+typedef struct NlmModel NlmModel;
+#define NLM_PARAM_F32 0 /* parameter block stored as IEEE binary32 */
+#define NLM_PARAM_F16 1 /* parameter block stored as IEEE binary16 */
 
-/* Create a codec context.
- *  params:        nlm_param_count(cfg) floats, copied (the context keeps its own working copy).
- *  ms:            14 floats, the training RMS gradient of each tensor in §2 order (used when adapt).
+/* Build a model from the pieces of a model file (codec/MODEL_FORMAT.md), all little-endian as stored:
+ *  params:        nlm_param_count(cfg) values of type dtype (NLM_PARAM_*).  Not copied when suitably aligned
+ *                 on a little-endian host: the caller keeps these bytes alive and unchanged until
+ *                 nlm_model_free (a mapped file is the intended use); otherwise copied.
+ *  ms:            14 float32, the training RMS gradient of each tensor in §2 order (56 bytes).
  *  vocab_blob:    V bodies, each as one length byte then the bytes; ids in order.  Ids 0 and 1 (<unk>,
  *                 <end>) have length 0.
- *  class_start:   C + 1 ids, class_start[0] = 0, class_start[C] = V, non-decreasing, no empty class.
- *  speller_prime: words separated by '\n', fed to the speller once at creation.
- *  adapt:         1 = dynamic evaluation, 0 = static.
+ *  class_start:   C + 1 int32 ids (4(C+1) bytes), class_start[0] = 0, class_start[C] = V, increasing.
+ *  speller_prime: words separated by '\n', fed to the speller once here.
+ * The weights are not checked for finiteness: the arithmetic is defined for every bit pattern (the
+ * quantiser turns non-finite logits into valid frequencies), so a damaged model codes badly, never unsafely.
  * Returns NULL and sets *err on failure. */
-NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
-                        const uint8_t* vocab_blob, size_t vocab_blob_len, const int32_t* class_start,
-                        const uint8_t* speller_prime, size_t speller_prime_len, int adapt, int* err);
+NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
+                        const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
+                        const uint8_t* speller_prime, size_t speller_prime_len, int* err);
+/* Free a model; every codec created from it must be freed first. */
+void nlm_model_free(NlmModel* m);
+/* Bytes the model allocated itself (the caller's parameter block excluded unless it had to be copied). */
+size_t nlm_model_memory(const NlmModel* m);
+
+typedef struct NlmCodec NlmCodec;
+
+/* Create a codec context over a model (which must outlive it).  A static context (adapt 0) owns only its
+ * activations, cache and speller state; a dynamic one (adapt 1) also the weights it adapts, copied from
+ * the model as it touches them.  Returns NULL and sets *err on failure. */
+NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err);
+/* Bytes owned by the context (not the model). */
+size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 
 /* Back to the start-of-frame state: trained weights, h = 0, empty cache, primed speller. */

@@ -44,14 +44,7 @@ def alice():
 
 def _native_codec(native, model, adapt):
     """A codec of one binding module (_nlm_cy or _nlm_cffi_glue), built as _core.Codec builds it."""
-    cfg = model.config
-    conf = (int(cfg["V"]), int(cfg["D"]), int(cfg["H"]), int(cfg["C"]), int(cfg["seg_len"]),
-            float(cfg["lr"]), float(cfg["decay"]), float(cfg["eps"]))
-    c = native.Codec(conf, np.ascontiguousarray(model.params, dtype="<f4").tobytes(),
-                     np.ascontiguousarray(model.ms, dtype="<f4").tobytes(),
-                     b"".join(bytes([len(b)]) + b for b in model.vocab),
-                     np.ascontiguousarray(model.class_start, dtype="<i4").tobytes(),
-                     bytes(model.speller_prime), int(adapt))
+    c = native.Codec(model._build_native(native), int(adapt))
     assert c.ok()
     return c
 

@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
     printf("simd level %d (0 scalar, 1 SSE2, 2 AVX2), %d tokens\n", kern_simd_level(), ntok);
     for (int adapt = 0; adapt <= 1; adapt++) {
         int err;
-        Elman* m = elman_new(&cfg, p, ms, cs, adapt, &err);
+        ElmanWeights* wts = elman_weights_new(&cfg, p, NLM_PARAM_F32, ms, cs, &err);
+        Elman* m = wts ? elman_new(wts, adapt, &err) : NULL;
         if (!m) return 1;
         run(m, zipf, ntok / 10, adapt ? 20 : 0); /* warm up */
         elman_reset(m);
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
         printf("%-8s zipf %8.0f tok/s   uniform %8.0f tok/s   memory %.1f MB  save %.2f ms  restore %.2f ms\n",
                adapt ? "dynamic" : "static", a, b, (double)elman_memory(m) / 1e6, ts * 1e3, tr * 1e3);
         elman_free(m);
+        elman_weights_free(wts);
     }
     return 0;
 }

@@ -29,13 +29,25 @@
 #define MAX_GAP_RUN 65535
 #define MAX_PAST_END 16 /* a valid payload never makes the decoder read this far past its end */
 
+/* The immutable model shared by every context: weights (model/), vocabulary, class map, priming list. */
+struct NlmModel {
+    NlmConfig cfg;
+    ElmanWeights* weights;
+    LexVocab vocab;
+    int32_t* class_start; /* [C+1] */
+    int maxclass;
+    size_t vocab_len;
+    Speller* primed;      /* primed once from the model's list; contexts share its tables (speller_new_shared) */
+};
+
 struct NlmCodec {
+    const NlmModel* shared;
     NlmConfig cfg;
     int adapt;
     Elman* model;
     Speller* speller;
-    LexVocab vocab;
-    int32_t* class_start; /* [C+1] */
+    const LexVocab* vocab;
+    const int32_t* class_start; /* [C+1] */
     Rc rc;
     int seg_fill;         /* tokens coded since the last update */
     int seg_fill_saved;
@@ -160,8 +172,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             if (hit) tr->flags |= NLM_TRACE_CACHE_HIT;
         }
     } else if (dec) {
-        t->blen = t->w == 1 ? 0 : c->vocab.blen[t->w];
-        memcpy(t->body, c->vocab.body[t->w], (size_t)t->blen);
+        t->blen = t->w == 1 ? 0 : c->vocab->blen[t->w];
+        memcpy(t->body, c->vocab->body[t->w], (size_t)t->blen);
     }
 
     /* 4. case: words only; a body with an ASCII capital is verbatim and its case is implied */
@@ -236,57 +248,98 @@ static void end_block(NlmCodec* c) {
 
 /* ---- entry points ---- */
 
-NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms, const uint8_t* vocab_blob,
-                        size_t vocab_blob_len, const int32_t* class_start, const uint8_t* speller_prime,
-                        size_t speller_prime_len, int adapt, int* err) {
-    int e = NLM_OK;
-    NlmCodec* c = NULL;
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    if (!cfg || cfg->V < 2 || cfg->C < 1 || cfg->C > cfg->V || cfg->D < 16 || cfg->H < 16 || cfg->D % 16 ||
-        cfg->H % 16 || cfg->seg_len < 1 || cfg->V > (1 << 22) || cfg->D > 4096 || cfg->H > 4096) {
-        e = NLM_ERR_CONFIG;
+static uint32_t rd_le32(const uint8_t* p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void nlm_model_free(NlmModel* m) {
+    if (!m) return;
+    elman_weights_free(m->weights);
+    lex_vocab_free(&m->vocab);
+    free(m->class_start);
+    speller_free(m->primed);
+    free(m);
+}
+
+size_t nlm_model_memory(const NlmModel* m) {
+    return m ? sizeof *m + elman_weights_memory(m->weights) + (size_t)(m->cfg.C + 1) * 4 +
+                   (size_t)m->cfg.V * (sizeof(uint8_t*) + 1) + ((size_t)m->vocab.mask + 1) * 4 + m->vocab_len
+             : 0;
+}
+
+NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms_le,
+                        const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start_le,
+                        const uint8_t* speller_prime, size_t speller_prime_len, int* err) {
+    int e = NLM_ERR_CONFIG;
+    NlmModel* m = NULL;
+    if (!cfg || !params || !ms_le || !class_start_le || !vocab_blob || nlm_param_count(cfg) == 0 ||
+        cfg->V > (1 << 22))
+        goto fail;
+    if (!(m = (NlmModel*)calloc(1, sizeof *m))) { e = NLM_ERR_NOMEM; goto fail; }
+    m->cfg = *cfg;
+    if (!(m->class_start = (int32_t*)malloc(sizeof(int32_t) * (size_t)(cfg->C + 1)))) { e = NLM_ERR_NOMEM; goto fail; }
+    for (int k = 0; k <= cfg->C; k++) m->class_start[k] = (int32_t)rd_le32(class_start_le + 4 * (size_t)k);
+    if (m->class_start[0] != 0 || m->class_start[cfg->C] != cfg->V) goto fail;
+    for (int k = 0; k < cfg->C; k++) {
+        int sz = m->class_start[k + 1] - m->class_start[k];
+        if (sz < 1) goto fail;
+        if (sz > m->maxclass) m->maxclass = sz;
+    }
+    float ms[14];
+    for (int t = 0; t < 14; t++) {
+        uint32_t u = rd_le32(ms_le + 4 * t);
+        memcpy(&ms[t], &u, 4);
+    }
+    if ((e = lex_vocab_init(&m->vocab, vocab_blob, vocab_blob_len, cfg->V)) < 0) goto fail;
+    m->vocab_len = vocab_blob_len;
+    for (int32_t id = 2; id < cfg->V; id++)
+        if (m->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
+    if (!(m->weights = elman_weights_new(cfg, params, dtype, ms, m->class_start, &e))) {
+        if (e >= 0) e = NLM_ERR_NOMEM;
         goto fail;
     }
-    if (class_start[0] != 0 || class_start[cfg->C] != cfg->V) { e = NLM_ERR_CONFIG; goto fail; }
-    int maxclass = 0;
-    for (int k = 0; k < cfg->C; k++) {
-        int sz = class_start[k + 1] - class_start[k];
-        if (sz < 1) { e = NLM_ERR_CONFIG; goto fail; }
-        if (sz > maxclass) maxclass = sz;
-    }
+    if (!(m->primed = speller_new(speller_prime, speller_prime_len))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (err) *err = NLM_OK;
+    return m;
+fail:
+    nlm_model_free(m);
+    if (err) *err = e;
+    return NULL;
+}
+
+NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
+    int e = NLM_OK;
+    NlmCodec* c = NULL;
+    if (!model) { e = NLM_ERR_CONFIG; goto fail; }
     if (!(c = (NlmCodec*)calloc(1, sizeof *c))) { e = NLM_ERR_NOMEM; goto fail; }
     rc_enc_init(&c->rc.enc);
-    c->cfg = *cfg;
+    c->shared = model;
+    c->cfg = model->cfg;
     c->adapt = adapt ? 1 : 0;
-    int fn = maxclass > cfg->C ? maxclass : cfg->C;
+    c->vocab = &model->vocab;
+    c->class_start = model->class_start;
+    int fn = model->maxclass > model->cfg.C ? model->maxclass : model->cfg.C;
     if (fn < NLM_NGAP) fn = NLM_NGAP;
-    c->freq = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)fn);
-    c->class_start = (int32_t*)malloc(sizeof(int32_t) * (size_t)(cfg->C + 1));
-    if (!c->freq || !c->class_start) { e = NLM_ERR_NOMEM; goto fail; }
-    memcpy(c->class_start, class_start, sizeof(int32_t) * (size_t)(cfg->C + 1));
-    if ((e = lex_vocab_init(&c->vocab, vocab_blob, vocab_blob_len, cfg->V)) < 0) goto fail;
-    for (int32_t id = 2; id < cfg->V; id++)
-        if (c->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
-    if (!(c->model = elman_new(cfg, params, ms, class_start, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
-    if (!(c->speller = speller_new(speller_prime, speller_prime_len))) { e = NLM_ERR_NOMEM; goto fail; }
-    nlm_fpenv_leave(&fe);
+    if (!(c->freq = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)fn))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->model = elman_new(model->weights, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->speller = speller_new_shared(model->primed))) { e = NLM_ERR_NOMEM; goto fail; }
     return c;
 fail:
-    nlm_fpenv_leave(&fe);
     if (c) nlm_codec_free(c);
     if (err) *err = e;
     return NULL;
+}
+
+size_t nlm_codec_memory(const NlmCodec* c) {
+    return c ? sizeof *c + elman_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 : 0;
 }
 
 void nlm_codec_free(NlmCodec* c) {
     if (!c) return;
     if (c->model) elman_free(c->model);
     if (c->speller) speller_free(c->speller);
-    lex_vocab_free(&c->vocab);
     rc_enc_free(&c->rc.enc);
     free(c->freq);
-    free(c->class_start);
     free(c->toks);
     free(c->trace);
     free(c);
@@ -363,7 +416,7 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
         } else {
             memcpy(t.body, src + lt->off, lt->len);
             if (lt->kind == NLM_KIND_WORD && lt->ccase < 3) lex_lower(t.body, t.body, t.blen);
-            t.w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(&c->vocab, t.body, t.blen);
+            t.w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(c->vocab, t.body, t.blen);
         }
         NlmTraceRec* tr = NULL;
         if (c->trace_on) {

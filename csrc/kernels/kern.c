@@ -354,6 +354,12 @@ __attribute__((target("avx2,f16c"))) static void matvec_h_f16c(float* y, const u
     MATVEC_AVX2_BODY(uint16_t, LOAD_HALF8)
 }
 
+__attribute__((target("avx2,f16c"))) static int half_to_float_f16c(float* y, const uint16_t* x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, LOAD_HALF8(x + i));
+    return (int)(n - i);
+}
+
 #define KERN_LEVEL() kern_simd_level()
 #else /* !KERN_X86 */
 int kern_simd_level(void) { return 0; }
@@ -420,6 +426,13 @@ int kern_float_to_half_exact(float f, uint16_t* h) {
     return kern_half_to_float(*h) == f;
 }
 
+/* binary16 weights may sit at any byte address (a mapped model file): read them with memcpy / loadu */
+static inline uint16_t ld16(const uint16_t* p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols) {
 #if KERN_X86
     if (KERN_LEVEL() >= 2 && kern_has_f16c()) {
@@ -430,9 +443,17 @@ void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int 
     float row[4096]; /* cols <= 4096 (config limit) */
     for (int r = 0; r < rows; r++) {
         const uint16_t* w = W16 + (size_t)r * cols;
-        for (int i = 0; i < cols; i++) row[i] = kern_half_to_float(w[i]);
+        for (int i = 0; i < cols; i++) row[i] = kern_half_to_float(ld16(w + i));
         kern_matvec(y + r, row, x, 1, cols);
     }
+}
+
+void kern_half_to_float_vec(float* y, const uint16_t* x, size_t n) {
+    size_t i = 0;
+#if KERN_X86
+    if (KERN_LEVEL() >= 2 && kern_has_f16c()) i = n - (size_t)half_to_float_f16c(y, x, n);
+#endif
+    for (; i < n; i++) y[i] = kern_half_to_float(ld16(x + i));
 }
 
 void kern_axpy(float* y, float a, const float* x, int n) {

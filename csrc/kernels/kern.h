@@ -13,6 +13,7 @@
 #ifndef NLM_KERN_H
 #define NLM_KERN_H
 
+#include <stddef.h> /* size_t */
 #include <stdint.h> /* uint16_t: binary16 weights */
 
 /* Dot product of a[n] and b[n], n a multiple of 16, in the 16-lane canonical order:
@@ -31,9 +32,12 @@ void kern_axpy(float* y, float a, const float* x, int n);
  * IEEE binary16 (W16: rows x cols).  binary16 -> float32 is exact, so this equals kern_matvec on the
  * converted matrix bit for bit; it only halves the bytes read (static mode, float16-exact weights). */
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols);
+/* (The binary16 kernels accept W16 / x at any byte address: a mapped model file need not be aligned.) */
 /* Exact conversions.  kern_float_to_half_exact returns 0 when f is not a binary16 value (or is inf/NaN). */
 float kern_half_to_float(uint16_t h);
 int kern_float_to_half_exact(float f, uint16_t* h);
+/* y[i] = kern_half_to_float(x[i]) for i < n (F16C when present: the same exact conversion). */
+void kern_half_to_float_vec(float* y, const uint16_t* x, size_t n);
 
 /* y[cols] += W[rows][cols]^T · d[rows], accumulated one row at a time in ascending r:
  * for r = 0..rows-1: y[k] = y[k] + W[r][k]*d[r].  Vectorised across k (elementwise, so exact at any

@@ -88,7 +88,8 @@ typedef struct {
 } Cache;
 
 struct Speller {
-    PState cur, primed, saved;
+    PState cur, own_primed, saved;
+    const PState* primed; /* &own_primed, or the template's (speller_new_shared): read only */
     Cache cache, cache_saved;
     int has_saved;
     uint32_t f[NSYM + 1]; /* scratch: frequencies of one PPM level, [NSYM] = escape */
@@ -470,7 +471,8 @@ static int cache_copy(Cache* d, const Cache* s) {
 Speller* speller_new(const uint8_t* prime, size_t len) {
     Speller* s = (Speller*)calloc(1, sizeof *s);
     if (!s) return NULL;
-    if (pstate_init(&s->cur) || pstate_init(&s->primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
+    s->primed = &s->own_primed;
+    if (pstate_init(&s->cur) || pstate_init(&s->own_primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
         cache_init(&s->cache_saved))
         goto fail;
     size_t i = 0;
@@ -479,20 +481,32 @@ Speller* speller_new(const uint8_t* prime, size_t len) {
         while (j < len && prime[j] != '\n') j++;
         size_t n = j - i;
         if (n > SPELLER_MAX_BODY) n = SPELLER_MAX_BODY;
-        if (n && sp_update_body(&s->primed, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
+        if (n && sp_update_body(&s->own_primed, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
         i = j + 1;
     }
-    if (pstate_copy(&s->cur, &s->primed)) goto fail;
+    if (pstate_copy(&s->cur, s->primed)) goto fail;
     return s;
 fail:
     speller_free(s);
     return NULL;
 }
 
+Speller* speller_new_shared(const Speller* tmpl) {
+    Speller* s = (Speller*)calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->primed = tmpl->primed;
+    if (pstate_init(&s->cur) || pstate_init(&s->own_primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
+        cache_init(&s->cache_saved) || pstate_copy(&s->cur, s->primed)) {
+        speller_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 void speller_free(Speller* s) {
     if (!s) return;
     pstate_free(&s->cur);
-    pstate_free(&s->primed);
+    pstate_free(&s->own_primed);
     pstate_free(&s->saved);
     cache_free(&s->cache);
     cache_free(&s->cache_saved);
@@ -502,7 +516,7 @@ void speller_free(Speller* s) {
 void speller_reset(Speller* s) {
     /* cur has at least the primed capacity (it started as a copy and only grows), so this cannot fail;
      * if it ever did, cur would keep its content, which the caller cannot observe as success. */
-    pstate_copy(&s->cur, &s->primed);
+    pstate_copy(&s->cur, s->primed);
     gap_init(&s->cur);
     cache_clear(&s->cache);
 }

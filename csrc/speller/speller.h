@@ -21,6 +21,9 @@ typedef struct Speller Speller; /* the speller, the spelling cache, the literal-
 /* prime: words separated by '\n' (empty lines ignored, a word longer than 32 bytes is cut to 32), fed
  * to the character model once.  NULL on allocation failure. */
 Speller* speller_new(const uint8_t* prime, size_t len);
+/* A speller primed like tmpl, sharing tmpl's primed tables read-only (tmpl must outlive it and is never
+ * written through it): what every codec context of one model uses, so priming runs once per model. */
+Speller* speller_new_shared(const Speller* tmpl);
 void speller_free(Speller* s);
 /* Back to the just-primed state: primed speller, empty cache, fresh gap model.  Always succeeds once
  * the tables exist (they are only copied). */

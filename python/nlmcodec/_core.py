@@ -1,24 +1,37 @@
-"""Thin Python layer over the chosen binding: numpy views of lexer output, and the Codec wrapper.
+"""Thin Python layer over the chosen binding: the Codec wrapper, and numpy views of lexer output and traces.
 
 Nothing here runs per token: one call per block.  The lexer lives in C (csrc/lexer/lex.c) so that the
-codec and the training code share one tokenizer and the codec never loops over tokens in Python.
+codec and the training code share one tokenizer and the codec never loops over tokens in Python.  numpy is
+imported only by the array helpers (TOKEN_DTYPE, TRACE_DTYPE, lex_tokens, trace_records), so compressing
+never imports it.
 """
-import numpy as np
-
 from ._backend import backend, native
 from ._errors import NLMError, check
 
-TOKEN_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("gap_len", "<u4"),
-                        ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
-assert TOKEN_DTYPE.itemsize == native.TOKEN_SIZE
 
-# One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
-# case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
-# coded class with p = p(class) * p(word | class) (id -1 = none).
-TRACE_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("word", "<i4"), ("kind", "u1"), ("case", "u1"),
-                        ("gap", "u1"), ("flags", "u1"), ("bits", "<f8", (7,)), ("top_id", "<i4", (3,)),
-                        ("top_p", "<f4", (3,))])
-assert TRACE_DTYPE.itemsize == native.TRACE_SIZE
+def _dtypes():
+    import numpy as np
+
+    token = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("gap_len", "<u4"),
+                      ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
+    assert token.itemsize == native.TOKEN_SIZE
+    # One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
+    # case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
+    # coded class with p = p(class) * p(word | class) (id -1 = none).
+    trace = np.dtype([("off", "<u4"), ("len", "<u4"), ("word", "<i4"), ("kind", "u1"), ("case", "u1"),
+                      ("gap", "u1"), ("flags", "u1"), ("bits", "<f8", (7,)), ("top_id", "<i4", (3,)),
+                      ("top_p", "<f4", (3,))])
+    assert trace.itemsize == native.TRACE_SIZE
+    return {"TOKEN_DTYPE": token, "TRACE_DTYPE": trace}
+
+
+def __getattr__(name):          # TOKEN_DTYPE / TRACE_DTYPE on first use (PEP 562)
+    if name in ("TOKEN_DTYPE", "TRACE_DTYPE"):
+        globals().update(_dtypes())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap")
 
 KIND_END, KIND_WORD, KIND_NUMBER, KIND_SYMBOL = 0, 1, 2, 3
@@ -33,8 +46,10 @@ def lex_tokens(data):
     kind (0 END, 1 WORD, 2 NUMBER, 3 SYMBOL), case (0 lower, 1 Capitalised, 2 UPPER, 3 verbatim),
     gap (symbol 0..7, 7 = literal run).  See codec/FORMAT.md §1.
     """
+    import numpy as np
+
     raw = check(native.lex(bytes(data) if not isinstance(data, bytes) else data), "lexer")
-    return np.frombuffer(raw, dtype=TOKEN_DTYPE)
+    return np.frombuffer(raw, dtype=__getattr__("TOKEN_DTYPE"))
 
 
 def unlex(data, tokens):
@@ -51,20 +66,18 @@ def param_count(V, D, H, C):
 
 
 class Codec:
-    """A C codec context built from a Model (python/nlmcodec/_model.py).  Not thread-safe."""
+    """A C codec context over a Model's shared native model (python/nlmcodec/_model.py).  Not thread-safe;
+    any number of Codecs, on any threads, share one Model."""
 
     def __init__(self, model, adapt):
-        cfg = model.config
-        conf = (int(cfg["V"]), int(cfg["D"]), int(cfg["H"]), int(cfg["C"]), int(cfg["seg_len"]),
-                float(cfg["lr"]), float(cfg["decay"]), float(cfg["eps"]))
-        vocab_blob = b"".join(bytes([len(b)]) + b for b in model.vocab)
-        self._c = native.Codec(conf, np.ascontiguousarray(model.params, dtype="<f4").tobytes(),
-                               np.ascontiguousarray(model.ms, dtype="<f4").tobytes(), vocab_blob,
-                               np.ascontiguousarray(model.class_start, dtype="<i4").tobytes(),
-                               bytes(model.speller_prime), int(bool(adapt)))
+        self._c = native.Codec(model.native(), int(bool(adapt)))
         if not self._c.ok():
             check(self._c.err or -2, "model")
         self.adapt = bool(adapt)
+
+    def memory(self):
+        """Bytes this context owns (its state and adapted weights; the shared model not included)."""
+        return self._c.memory()
 
     def reset(self):
         check(self._c.reset())
@@ -91,7 +104,9 @@ class Codec:
 
     def trace_records(self):
         """The trace of the last encode_block: a numpy array of TRACE_DTYPE, one row per token."""
-        return np.frombuffer(self._c.trace_records(), dtype=TRACE_DTYPE)
+        import numpy as np
+
+        return np.frombuffer(self._c.trace_records(), dtype=__getattr__("TRACE_DTYPE"))
 
 
 __all__ = ["backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE", "TRACE_DTYPE", "TRACE_PARTS"]

@@ -1,6 +1,12 @@
-"""The model file (.nlmm): one reader/writer.  Layout: codec/MODEL_FORMAT.md.
+"""The model file (.nlmm): one reader/writer, and the native model built from it.  Layout: codec/MODEL_FORMAT.md.
 
-All integers and floats little-endian.  The model id is the SHA-256 of the whole file.
+Two ways in.  ``Model(...)`` from arrays (training, tools) validates everything, weights included.
+``Model.load`` / ``Model.from_bytes`` read a file's structure only: the file is mapped, its sections located
+and range-checked, and the C core reads the parameter block in place (``Model.native()``: one immutable
+NlmModel per Model, shared by every codec, thread and stream).  Nothing converts or scans the weights at load
+time; ``Model.params`` etc. become numpy arrays only when asked for.  The model id is the SHA-256 of the whole
+file, computed once per Model.  All integers and floats little-endian.  numpy is imported only by the
+array-side methods, so loading a model and compressing with it never imports it.
 """
 
 from __future__ import annotations
@@ -8,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import mmap
 import struct
+import threading
+from numbers import Integral, Real
 from pathlib import Path
-
-import numpy as np
 
 MAGIC = b"\x89NLMM\r\n\x1a"
 MODEL_FORMAT_VERSION = 1
@@ -37,7 +44,7 @@ def param_count(V, D, H, C) -> int:
 def _check_config(cfg: dict) -> None:
     V, D, H, C, L = (cfg.get(k) for k in ("V", "D", "H", "C", "seg_len"))
     for name, v in (("V", V), ("D", D), ("H", H), ("C", C), ("seg_len", L)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        if not isinstance(v, Integral) or isinstance(v, bool):
             raise ModelFormatError(f"config {name} must be an integer")
     if not (2 <= V <= MAX_V):
         raise ModelFormatError(f"V={V} out of range [2, {MAX_V}]")
@@ -50,24 +57,75 @@ def _check_config(cfg: dict) -> None:
         raise ModelFormatError(f"seg_len={L} out of range")
     for k in ("lr", "decay", "eps"):
         v = cfg.get(k)
-        if not isinstance(v, (float, int, np.floating)) or not math.isfinite(float(v)) or float(v) < 0:
+        if not isinstance(v, Real) or isinstance(v, bool) or not math.isfinite(float(v)) or float(v) < 0:
             raise ModelFormatError(f"config {k} must be a finite float >= 0")
 
 
-class _Reader:
-    def __init__(self, b: bytes):
-        self.b, self.o = b, 0
+def _f32(x) -> float:
+    """x rounded to float32 (the precision the file stores)."""
+    return struct.unpack("<f", struct.pack("<f", float(x)))[0]
 
-    def take(self, n: int, what: str) -> bytes:
-        if n < 0 or self.o + n > len(self.b):
-            raise ModelFormatError(f"truncated model file (reading {what}: need {n} bytes at offset {self.o}, "
-                                   f"file has {len(self.b)})")
-        r = self.b[self.o:self.o + n]
-        self.o += n
-        return r
 
-    def u32(self, what):
-        return struct.unpack("<I", self.take(4, what))[0]
+def _parse(b) -> dict:
+    """Locate and range-check every section of a model file held in the buffer b (bytes or memoryview).
+
+    Reads the header, the length fields and the small sections; never the weights.  Returns the config,
+    the parameter dtype, the metadata and {section: (offset, length)}.  Raises ModelFormatError."""
+    n_file = len(b)
+    o = 0
+
+    def take(n, what):
+        nonlocal o
+        if n < 0 or o + n > n_file:
+            raise ModelFormatError(f"truncated model file (reading {what}: need {n} bytes at offset {o}, "
+                                   f"file has {n_file})")
+        span = (o, n)
+        o += n
+        return span
+
+    def u32(what):
+        a, _ = take(4, what)
+        return struct.unpack_from("<I", b, a)[0]
+
+    if n_file < 8 or bytes(b[:8]) != MAGIC:
+        raise ModelFormatError("not an nlmcodec model file (bad magic)")
+    a, _ = take(_HDR.size, "header")
+    (_, ver, V, D, H, C, L, lr, decay, eps, pdt) = _HDR.unpack_from(b, a)
+    if ver != MODEL_FORMAT_VERSION:
+        raise ModelFormatError(f"unsupported model format version {ver} (this build reads {MODEL_FORMAT_VERSION})")
+    cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay), "eps": float(eps)}
+    _check_config(cfg)
+    if pdt not in (DTYPE_F16, DTYPE_F32):
+        raise ModelFormatError(f"unknown parameter dtype code {pdt}")
+    spans = {}
+    vlen = u32("vocabulary size")
+    if vlen > V * (1 + MAX_BODY):
+        raise ModelFormatError("vocabulary blob too large")
+    spans["vocab"] = take(vlen, "vocabulary")
+    spans["class_start"] = take(4 * (C + 1), "class_start")
+    spans["ms"] = take(4 * NTENSORS, "ms")
+    ms = struct.unpack_from(f"<{NTENSORS}f", b, spans["ms"][0])
+    if not all(math.isfinite(x) and x >= 0 for x in ms):
+        raise ModelFormatError("ms must be 14 finite non-negative floats")
+    plen = u32("speller priming length")
+    if plen > MAX_PRIME:
+        raise ModelFormatError("speller priming list too large")
+    spans["prime"] = take(plen, "speller priming list")
+    isz = 2 if pdt == DTYPE_F16 else 4
+    spans["params"] = take(param_count(V, D, H, C) * isz, "parameter block")   # checked before any use
+    mlen = u32("metadata length")
+    if mlen > MAX_META:
+        raise ModelFormatError("metadata too large")
+    ma, _ = take(mlen, "metadata")
+    if o != n_file:
+        raise ModelFormatError(f"{n_file - o} trailing bytes after the model")
+    try:
+        meta = json.loads(bytes(b[ma:ma + mlen]).decode("utf-8")) if mlen else {}
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ModelFormatError(f"bad metadata JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise ModelFormatError("metadata must be a JSON object")
+    return {"config": cfg, "param_dtype": "float16" if isz == 2 else "float32", "metadata": meta, "spans": spans}
 
 
 class Model:
@@ -75,11 +133,12 @@ class Model:
 
     def __init__(self, config: dict, params, ms, vocab, class_start, speller_prime: bytes = b"",
                  metadata: dict | None = None, name: str = "", param_dtype: str = "float16"):
+        import numpy as np
+
         self.config = {"V": int(config["V"]), "D": int(config["D"]), "H": int(config["H"]),
                        "C": int(config["C"]), "seg_len": int(config.get("seg_len", 20)),
-                       "lr": float(np.float32(config.get("lr", 0.0))),
-                       "decay": float(np.float32(config.get("decay", 0.0))),
-                       "eps": float(np.float32(config.get("eps", 0.0)))}
+                       "lr": _f32(config.get("lr", 0.0)), "decay": _f32(config.get("decay", 0.0)),
+                       "eps": _f32(config.get("eps", 0.0))}
         if param_dtype not in ("float16", "float32"):
             raise ValueError("param_dtype must be 'float16' or 'float32'")
         self.param_dtype = param_dtype
@@ -87,69 +146,157 @@ class Model:
         if param_dtype == "float16":
             with np.errstate(over="ignore"):
                 p = p.astype(np.float16).astype(np.float32)   # the exact values the file will hold
-        self.params = np.ascontiguousarray(p)
-        self.ms = np.ascontiguousarray(np.asarray(ms, dtype=np.float32).reshape(-1))
-        self.vocab = [bytes(v) for v in vocab]
-        self.class_start = np.ascontiguousarray(np.asarray(class_start, dtype=np.int32).reshape(-1))
-        self.speller_prime = bytes(speller_prime)
+        self._params = np.ascontiguousarray(p)
+        self._ms = np.ascontiguousarray(np.asarray(ms, dtype=np.float32).reshape(-1))
+        self._vocab = [bytes(v) for v in vocab]
+        self._class_start = np.ascontiguousarray(np.asarray(class_start, dtype=np.int32).reshape(-1))
+        self._prime = bytes(speller_prime)
         self.metadata = dict(metadata or {})
         if name and "name" not in self.metadata:
             self.metadata["name"] = name          # the name travels in the (hashed) metadata
         self.name = name or str(self.metadata.get("name", ""))
+        self._file = self._spans = self._map = None
+        self._id = self._native = None
+        self._lock = threading.Lock()
         self._validate()
-        self._bytes = None
 
-    # ---- validation shared by the constructor and the reader
+    # ---- validation of a model built from arrays (a loaded file is checked by _parse and the C core)
     def _validate(self):
+        import numpy as np
+
         cfg = self.config
         _check_config(cfg)
         V, D, H, C = cfg["V"], cfg["D"], cfg["H"], cfg["C"]
-        if self.params.shape != (param_count(V, D, H, C),):
-            raise ModelFormatError(f"parameter block has {self.params.size} floats, expected {param_count(V, D, H, C)}")
-        if not np.all(np.isfinite(self.params)):
+        if self._params.shape != (param_count(V, D, H, C),):
+            raise ModelFormatError(f"parameter block has {self._params.size} floats, expected {param_count(V, D, H, C)}")
+        if not np.all(np.isfinite(self._params)):
             raise ModelFormatError("parameter block contains non-finite values")
-        if self.ms.shape != (NTENSORS,) or not np.all(np.isfinite(self.ms)) or np.any(self.ms < 0):
+        if self._ms.shape != (NTENSORS,) or not np.all(np.isfinite(self._ms)) or np.any(self._ms < 0):
             raise ModelFormatError("ms must be 14 finite non-negative floats")
-        if len(self.vocab) != V:
-            raise ModelFormatError(f"vocabulary has {len(self.vocab)} entries, expected V={V}")
-        if self.vocab[0] != b"" or self.vocab[1] != b"":
+        if len(self._vocab) != V:
+            raise ModelFormatError(f"vocabulary has {len(self._vocab)} entries, expected V={V}")
+        if self._vocab[0] != b"" or self._vocab[1] != b"":
             raise ModelFormatError("ids 0 (<unk>) and 1 (<end>) must have empty bodies")
         seen = set()
-        for i, v in enumerate(self.vocab[2:], 2):
+        for i, v in enumerate(self._vocab[2:], 2):
             if not (1 <= len(v) <= MAX_BODY):
                 raise ModelFormatError(f"vocabulary entry {i} has length {len(v)} (must be 1..{MAX_BODY})")
             if v in seen:
                 raise ModelFormatError(f"duplicate vocabulary entry {v!r}")
             seen.add(v)
-        cs = self.class_start
+        cs = self._class_start
         if cs.shape != (C + 1,) or cs[0] != 0 or cs[-1] != V or np.any(np.diff(cs.astype(np.int64)) <= 0):
             raise ModelFormatError("class_start must be C+1 strictly increasing ids from 0 to V")
-        if len(self.speller_prime) > MAX_PRIME:
+        if len(self._prime) > MAX_PRIME:
             raise ModelFormatError("speller priming list too large")
+
+    # ---- the file's sections (a loaded model reads them from the mapped file on first use)
+    def _section(self, name):
+        a, n = self._spans[name]
+        return self._file[a:a + n]
+
+    @property
+    def params(self):
+        """The §2 parameter block as float32 (numpy; for a loaded model, converted on first access)."""
+        if self._params is None:
+            import numpy as np
+            raw = self._section("params")
+            self._params = np.frombuffer(raw, dtype="<f2" if self.param_dtype == "float16" else "<f4") \
+                .astype(np.float32)
+        return self._params
+
+    @property
+    def ms(self):
+        if self._ms is None:
+            import numpy as np
+            self._ms = np.frombuffer(self._section("ms"), dtype="<f4").astype(np.float32)
+        return self._ms
+
+    @property
+    def class_start(self):
+        if self._class_start is None:
+            import numpy as np
+            self._class_start = np.frombuffer(self._section("class_start"), dtype="<i4").astype(np.int32)
+        return self._class_start
+
+    @property
+    def vocab(self):
+        if self._vocab is None:
+            vb, out, o = bytes(self._section("vocab")), [], 0
+            for _ in range(self.config["V"]):
+                n = vb[o]
+                out.append(vb[o + 1:o + 1 + n])
+                o += 1 + n
+            self._vocab = out
+        return self._vocab
+
+    @property
+    def speller_prime(self) -> bytes:
+        if self._prime is None:
+            self._prime = bytes(self._section("prime"))
+        return self._prime
 
     # ---- serialisation
     def to_bytes(self) -> bytes:
-        if self._bytes is not None:
-            return self._bytes
+        if self._file is not None:
+            return self._file if isinstance(self._file, bytes) else bytes(self._file)
+        import numpy as np
+
         cfg = self.config
         out = [_HDR.pack(MAGIC, MODEL_FORMAT_VERSION, cfg["V"], cfg["D"], cfg["H"], cfg["C"], cfg["seg_len"],
                          cfg["lr"], cfg["decay"], cfg["eps"],
                          DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32)]
-        vb = b"".join(bytes([len(v)]) + v for v in self.vocab)
+        vb = self.vocab_blob()
         out += [struct.pack("<I", len(vb)), vb]
-        out.append(self.class_start.astype("<i4").tobytes())
-        out.append(self.ms.astype("<f4").tobytes())
-        out += [struct.pack("<I", len(self.speller_prime)), self.speller_prime]
+        out.append(self._class_start.astype("<i4").tobytes())
+        out.append(self._ms.astype("<f4").tobytes())
+        out += [struct.pack("<I", len(self._prime)), self._prime]
         pdt = "<f2" if self.param_dtype == "float16" else "<f4"
-        out.append(self.params.astype(pdt).tobytes())
+        out.append(np.asarray(self._params).astype(pdt).tobytes())
         meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
         out += [struct.pack("<I", len(meta)), meta]
-        self._bytes = b"".join(out)
-        return self._bytes
+        b = b"".join(out)
+        self._file, self._spans = b, _parse(b)["spans"]
+        return b
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the model file."""
+        return len(self._file) if self._file is not None else len(self.to_bytes())
 
     @property
     def model_id(self) -> bytes:
-        return hashlib.sha256(self.to_bytes()).digest()
+        """SHA-256 of the whole file (computed once)."""
+        if self._id is None:
+            if self._file is None:
+                self.to_bytes()
+            self._id = hashlib.sha256(self._file).digest()
+        return self._id
+
+    def native(self):
+        """The C model (one per Model, built on first use, shared by every codec on any thread)."""
+        if self._native is None:
+            with self._lock:
+                if self._native is None:
+                    self._native = self._build_native()
+        return self._native
+
+    def _build_native(self, native=None):
+        """A new native model from the chosen binding (or the binding module given, for tests)."""
+        if native is None:
+            from ._backend import native
+        if self._file is None:
+            self.to_bytes()
+        c = self.config
+        conf = (c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"])
+        nm = native.Model(conf, self._section("params"), DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32,
+                          self._section("ms"), self._section("vocab"), self._section("class_start"),
+                          self._section("prime"))
+        if not nm.ok():
+            if nm.err == -1:
+                raise MemoryError("out of memory building the model")
+            raise ModelFormatError(f"invalid model: {native.error_name(nm.err)}")
+        return nm
 
     def save(self, path) -> None:
         path = Path(path)
@@ -158,71 +305,45 @@ class Model:
         tmp.replace(path)
 
     @classmethod
+    def _from_file_buffer(cls, b, mapping=None) -> "Model":
+        info = _parse(b)
+        m = cls.__new__(cls)
+        m.config, m.param_dtype, m.metadata = info["config"], info["param_dtype"], info["metadata"]
+        m.name = str(m.metadata.get("name", ""))
+        m._file, m._spans, m._map = b, info["spans"], mapping
+        m._params = m._ms = m._vocab = m._class_start = m._prime = None
+        m._id = m._native = None
+        m._lock = threading.Lock()
+        m.native()          # the C core checks the vocabulary and the classes: a bad file fails here
+        return m
+
+    @classmethod
     def load(cls, path) -> "Model":
+        """Map a model file and read its structure (the weights stay in the page cache, shared)."""
         path = Path(path)
-        m = cls.from_bytes(path.read_bytes())
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            if size == 0:
+                raise ModelFormatError("not an nlmcodec model file (empty)")
+            mp = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            m = cls._from_file_buffer(memoryview(mp), mp)
+        except BaseException:
+            mp.close()
+            raise
         if not m.name:
             m.name = path.stem
         return m
 
     @classmethod
     def from_bytes(cls, b) -> "Model":
-        b = bytes(b)
-        r = _Reader(b)
-        if len(b) < 8 or b[:8] != MAGIC:
-            raise ModelFormatError("not an nlmcodec model file (bad magic)")
-        (_, ver, V, D, H, C, L, lr, decay, eps, pdt) = _HDR.unpack(r.take(_HDR.size, "header"))
-        if ver != MODEL_FORMAT_VERSION:
-            raise ModelFormatError(f"unsupported model format version {ver} (this build reads {MODEL_FORMAT_VERSION})")
-        cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay),
-               "eps": float(eps)}
-        _check_config(cfg)
-        if pdt not in (DTYPE_F16, DTYPE_F32):
-            raise ModelFormatError(f"unknown parameter dtype code {pdt}")
-        vlen = r.u32("vocabulary size")
-        if vlen > V * (1 + MAX_BODY):
-            raise ModelFormatError("vocabulary blob too large")
-        vb = r.take(vlen, "vocabulary")
-        vocab, o = [], 0
-        for i in range(V):
-            if o >= len(vb):
-                raise ModelFormatError(f"vocabulary blob ends after {i} of {V} entries")
-            n = vb[o]
-            if o + 1 + n > len(vb):
-                raise ModelFormatError("vocabulary entry runs past the blob")
-            vocab.append(vb[o + 1:o + 1 + n])
-            o += 1 + n
-        if o != len(vb):
-            raise ModelFormatError("trailing bytes in the vocabulary blob")
-        cs = np.frombuffer(r.take(4 * (C + 1), "class_start"), dtype="<i4").astype(np.int32)
-        ms = np.frombuffer(r.take(4 * NTENSORS, "ms"), dtype="<f4").astype(np.float32)
-        plen = r.u32("speller priming length")
-        if plen > MAX_PRIME:
-            raise ModelFormatError("speller priming list too large")
-        prime = r.take(plen, "speller priming list")
-        n = param_count(V, D, H, C)
-        isz = 2 if pdt == DTYPE_F16 else 4
-        raw = r.take(n * isz, "parameter block")     # take() checks the length before anything is allocated
-        params = np.frombuffer(raw, dtype="<f2" if isz == 2 else "<f4").astype(np.float32)
-        mlen = r.u32("metadata length")
-        if mlen > MAX_META:
-            raise ModelFormatError("metadata too large")
-        mraw = r.take(mlen, "metadata")
-        if r.o != len(b):
-            raise ModelFormatError(f"{len(b) - r.o} trailing bytes after the model")
-        try:
-            meta = json.loads(mraw.decode("utf-8")) if mlen else {}
-        except (UnicodeDecodeError, ValueError) as e:
-            raise ModelFormatError(f"bad metadata JSON: {e}") from None
-        if not isinstance(meta, dict):
-            raise ModelFormatError("metadata must be a JSON object")
-        m = cls(cfg, params, ms, vocab, cs, prime, meta, param_dtype="float16" if isz == 2 else "float32")
-        m._bytes = b
-        return m
+        return cls._from_file_buffer(bytes(b))
 
     # ---- conveniences
     def vocab_blob(self) -> bytes:
-        return b"".join(bytes([len(v)]) + v for v in self.vocab)
+        if self._file is not None:
+            return bytes(self._section("vocab"))
+        return b"".join(bytes([len(v)]) + v for v in self._vocab)
 
     def tensors(self):
         from .reference import split_params

@@ -29,21 +29,50 @@ def param_count(V, D, H, C):
     return lib.nlm_param_count(cfg)
 
 
-class Codec:
-    """One NlmCodec context (model working copy, state, cache, speller)."""
+class Model:
+    """One NlmModel: the immutable weights, vocabulary and class map, shared by every Codec built on it.
 
-    def __init__(self, cfg, params, ms, vocab_blob, class_start, prime, adapt):
+    params is kept referenced (the C model reads it in place when it can: a mapped model file)."""
+
+    def __init__(self, cfg, params, dtype, ms, vocab_blob, class_start, prime):
         V, D, H, C, seg_len, lr, decay, eps = cfg
+        self.m = None
+        self.err = -2
+        if not len(params) or len(ms) < 56 or not len(vocab_blob) or len(class_start) < 4 * (C + 1):
+            return
         conf = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": seg_len,
                                       "lr": lr, "decay": decay, "eps": eps})
         err = ffi.new("int*")
-        c = lib.nlm_codec_new(conf, ffi.cast("const float*", ffi.from_buffer(params)),
-                              ffi.cast("const float*", ffi.from_buffer(ms)),
-                              ffi.from_buffer(vocab_blob), len(vocab_blob),
-                              ffi.cast("const int32_t*", ffi.from_buffer(class_start)),
-                              ffi.from_buffer(prime), len(prime), adapt, err)
+        self._params = params
+        m = lib.nlm_model_new(conf, ffi.from_buffer(params), dtype, ffi.from_buffer(ms),
+                              ffi.from_buffer(vocab_blob), len(vocab_blob), ffi.from_buffer(class_start),
+                              ffi.from_buffer(prime), len(prime), err)
+        self.err = err[0]
+        self.m = ffi.gc(m, lib.nlm_model_free) if m != ffi.NULL else None
+
+    def ok(self):
+        return self.m is not None
+
+    def memory(self):
+        return lib.nlm_model_memory(self.m)
+
+
+class Codec:
+    """One NlmCodec context over a Model (state, adapted weights, cache, speller)."""
+
+    def __init__(self, model, adapt):
+        self.c = None
+        self.err = -2
+        if model is None or model.m is None:
+            return
+        self._model = model                 # the model outlives its codecs
+        err = ffi.new("int*")
+        c = lib.nlm_codec_new(model.m, adapt, err)
         self.err = err[0]
         self.c = ffi.gc(c, lib.nlm_codec_free) if c != ffi.NULL else None
+
+    def memory(self):
+        return lib.nlm_codec_memory(self.c)
 
     def ok(self):
         return self.c is not None

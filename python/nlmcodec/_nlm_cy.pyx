@@ -18,10 +18,16 @@ cdef extern from "nlm.h" nogil:
         float lr, decay, eps
     ctypedef struct NlmCodec:
         pass
+    ctypedef struct NlmModel:
+        pass
     size_t nlm_param_count(const NlmConfig* cfg)
-    NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* ms,
-                            const uint8_t* vocab_blob, size_t vocab_blob_len, const int32_t* class_start,
-                            const uint8_t* speller_prime, size_t speller_prime_len, int adapt, int* err)
+    NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
+                            const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
+                            const uint8_t* speller_prime, size_t speller_prime_len, int* err)
+    void nlm_model_free(NlmModel* m)
+    size_t nlm_model_memory(const NlmModel* m)
+    NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err)
+    size_t nlm_codec_memory(const NlmCodec* c)
     void nlm_codec_free(NlmCodec* c)
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_save(NlmCodec* c)
@@ -65,24 +71,62 @@ def param_count(int V, int D, int H, int C):
     return nlm_param_count(&cfg)
 
 
-cdef class Codec:
-    """One NlmCodec context (model working copy, state, cache, speller)."""
-    cdef NlmCodec* c
+cdef class Model:
+    """One NlmModel: the immutable weights, vocabulary and class map, shared by every Codec built on it.
+
+    params is kept referenced (the C model reads it in place when it can: a mapped model file)."""
+    cdef NlmModel* m
+    cdef object _params
     cdef public int err
 
-    def __cinit__(self, tuple cfg, const uint8_t[::1] params, const uint8_t[::1] ms,
-                  const uint8_t[::1] vocab_blob, const uint8_t[::1] class_start,
-                  const uint8_t[::1] prime, int adapt):
+    def __cinit__(self, tuple cfg, const uint8_t[::1] params, int dtype, const uint8_t[::1] ms,
+                  const uint8_t[::1] vocab_blob, const uint8_t[::1] class_start, const uint8_t[::1] prime):
         cdef NlmConfig conf
         cdef int err = 0
         conf.V, conf.D, conf.H, conf.C, conf.seg_len, conf.lr, conf.decay, conf.eps = cfg
         cdef const uint8_t* pp = &prime[0] if prime.shape[0] else <const uint8_t*>b""
+        if params.shape[0] == 0 or ms.shape[0] < 56 or vocab_blob.shape[0] == 0 or \
+                class_start.shape[0] < 4 * (conf.C + 1):
+            self.err = -2
+            return
+        self._params = params
         with nogil:
-            self.c = nlm_codec_new(&conf, <const float*>&params[0], <const float*>&ms[0],
-                                   &vocab_blob[0], vocab_blob.shape[0], <const int32_t*>&class_start[0],
-                                   pp, prime.shape[0], adapt, &err)
+            self.m = nlm_model_new(&conf, <const void*>&params[0], dtype, &ms[0], &vocab_blob[0],
+                                   vocab_blob.shape[0], &class_start[0], pp, prime.shape[0], &err)
+        if self.m == NULL:
+            self.err = err
+
+    def __dealloc__(self):
+        if self.m != NULL:
+            nlm_model_free(self.m)
+            self.m = NULL
+
+    def ok(self):
+        return self.m != NULL
+
+    def memory(self):
+        return nlm_model_memory(self.m)
+
+
+cdef class Codec:
+    """One NlmCodec context over a Model (state, adapted weights, cache, speller)."""
+    cdef NlmCodec* c
+    cdef object _model
+    cdef public int err
+
+    def __cinit__(self, Model model, int adapt):
+        cdef int err = 0
+        if model is None or model.m == NULL:
+            self.err = -2
+            return
+        self._model = model
+        with nogil:
+            self.c = nlm_codec_new(model.m, adapt, &err)
         if self.c == NULL:
             self.err = err
+
+    def memory(self):
+        return nlm_codec_memory(self.c)
 
     def __dealloc__(self):
         if self.c != NULL:

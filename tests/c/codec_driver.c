@@ -73,9 +73,37 @@ int main(int argc, char** argv) {
     for (int c = 0; c <= cfg.C; c++) cs[c] = (int32_t)((long)c * cfg.V / cfg.C);
     const char* prime = "zebra\nquixotic\nxylophone\n";
     int err = 0;
-    NlmCodec* enc = nlm_codec_new(&cfg, params, ms, blob, bl, cs, (const uint8_t*)prime, strlen(prime), adapt, &err);
-    NlmCodec* dec = nlm_codec_new(&cfg, params, ms, blob, bl, cs, (const uint8_t*)prime, strlen(prime), adapt, &err);
-    if (!enc || !dec) { fprintf(stderr, "codec_new failed: %d\n", err); return 2; }
+    /* the same weights stored as binary16 (the product's layout: static mode reads E and Wo as stored) and
+     * as float32: both models must code identically */
+    uint16_t* p16 = malloc(2 * np);
+    for (size_t i = 0; i < np; i++)
+        if (!kern_float_to_half_exact(params[i], &p16[i])) { fprintf(stderr, "not binary16\n"); return 5; }
+    /* ms and class_start are handed over as stored in a model file: little-endian (this driver runs on x86) */
+    NlmModel* m16 = nlm_model_new(&cfg, p16, NLM_PARAM_F16, (const uint8_t*)ms, blob, bl, (const uint8_t*)cs,
+                                  (const uint8_t*)prime, strlen(prime), &err);
+    NlmModel* m32 = nlm_model_new(&cfg, params, NLM_PARAM_F32, (const uint8_t*)ms, blob, bl, (const uint8_t*)cs,
+                                  (const uint8_t*)prime, strlen(prime), &err);
+    if (!m16 || !m32) { fprintf(stderr, "model_new failed: %d\n", err); return 2; }
+    NlmCodec* enc = nlm_codec_new(m16, adapt, &err);
+    NlmCodec* dec = nlm_codec_new(m16, adapt, &err);
+    NlmCodec* e32 = nlm_codec_new(m32, adapt, &err);
+    if (!enc || !dec || !e32) { fprintf(stderr, "codec_new failed: %d\n", err); return 2; }
+    {
+        int64_t a = nlm_encode_block(e32, text, n);
+        size_t la;
+        const uint8_t* oa = nlm_codec_output(e32, &la);
+        uint8_t* keep = malloc(la + 1);
+        memcpy(keep, oa, la);
+        int64_t b = nlm_encode_block(enc, text, n);
+        size_t lb;
+        const uint8_t* ob = nlm_codec_output(enc, &lb);
+        if (a < 0 || b < 0 || la != lb || memcmp(keep, ob, la) != 0) {
+            fprintf(stderr, "binary16 and float32 storage of the same weights coded differently\n");
+            return 6;
+        }
+        free(keep);
+        nlm_codec_reset(enc);
+    }
     /* two blocks, state carried across them */
     size_t half = n / 2;
     int64_t p1 = nlm_encode_block(enc, text, half);
@@ -98,6 +126,9 @@ int main(int argc, char** argv) {
     fwrite(o2, 1, len2, stdout);
     nlm_codec_free(enc);
     nlm_codec_free(dec);
-    free(params); free(pay1); free(back);
+    nlm_codec_free(e32);
+    nlm_model_free(m16);
+    nlm_model_free(m32);
+    free(params); free(p16); free(pay1); free(back);
     return 0;
 }

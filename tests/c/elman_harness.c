@@ -55,7 +55,7 @@ static void run(Elman* m, int from, int to, int* inseg, FILE* out) {
         if (*inseg == seg_len || w == 1 || t == ntok - 1) {
             elman_end_segment(m);
             *inseg = 0;
-            if (out && (flags & 1)) fwrite(elman_params(m), 4, np, out);
+            if (out && (flags & 1)) elman_params(m, gbuf), fwrite(gbuf, 4, np, out);
             if (out && (flags & 2)) {
                 elman_debug_grad(m, gbuf);
                 fwrite(gbuf, 4, np, out);
@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
     if (flags & 4) _mm_setcsr(0x9FC0 | 0x2000); /* FTZ | DAZ | round down */
 #endif
     int err;
-    Elman* m = elman_new(&cfg, params, ms, cs, adapt, &err);
+    ElmanWeights* wts = elman_weights_new(&cfg, params, NLM_PARAM_F32, ms, cs, &err);
+    if (!wts) die("elman_weights_new failed");
+    Elman* m = elman_new(wts, adapt, &err);
     if (!m) die("elman_new failed");
     FILE* out = fopen(argv[2], "wb");
     if (!out) die("cannot open output");
@@ -110,10 +112,12 @@ int main(int argc, char** argv) {
     } else {
         run(m, 0, ntok, &inseg, out);
     }
-    fwrite(elman_params(m), 4, np, out);
+    elman_params(m, gbuf);
+    fwrite(gbuf, 4, np, out);
     fclose(out);
     fprintf(stderr, "simd_level=%d memory=%zu\n", kern_simd_level(), elman_memory(m));
     elman_free(m);
+    elman_weights_free(wts);
     free(params), free(gbuf), free(tok), free(cs);
     return 0;
 }
