@@ -187,13 +187,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t gf[NLM_NGAP];
         int gctx;
         uint32_t F = quant_freqs(c->freq, elman_gap_logits(c->model, t->w), NLM_NGAP);
-#ifndef NLM_GAPMIX_OFF
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, &gctx);
-#else
-        uint32_t G = F;
-        memcpy(gf, c->freq, sizeof gf);
-        gctx = 0;
-#endif
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
         double gbits = bits_of(gf, t->gap, G);
