@@ -65,7 +65,7 @@ const char* nlm_error_name(int code) {
 
 static double bits_of(const uint32_t* f, int sym, uint32_t F) { return log2((double)F / (double)f[sym]); }
 
-/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3 step 3). */
+/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3.2 step 4). */
 static int body_kind(const uint8_t* b, int n) {
     if (n == 0) return NLM_KIND_END;
     NlmLexToken t[2];
