@@ -326,7 +326,10 @@ class Reader:
         self.speller = Speller(prime)
         self.reset()
 
-    def reset(self):
+    def reset(self, adapt=None):
+        """The state at a group start (§7.2); adapt: switch between static and dynamic mode."""
+        if adapt is not None:
+            self.adapt = adapt
         self.p = {k: v.copy() for k, v in self.p0.items()}
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
         self.seg, self.seg_no = [], 0
