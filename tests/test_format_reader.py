@@ -21,7 +21,8 @@ def has_word_blocks(name):
 
 NAMES = sorted(n for n, v in MANIFEST.items() if v.get("model") in ("tiny", "default")
                and (VECTORS / f"{n}.nlm").exists() and has_word_blocks(n))
-# The fallback vectors (three word-model blocks of up to 64 KiB around an lzma block) take 15-60 s each here.
+# The fallback vectors (three word-model blocks of up to 64 KiB around an lzma block) are slow: 15 s (tiny,
+# static) to 118 s (default, dynamic) of wall time each, 91 s of CPU for the four, on the shared 2-core machine.
 SLOW = {n for n in NAMES if "fallback" in n}
 _readers = {}
 
