@@ -19,7 +19,9 @@ def _same(data):
 def test_examples():
     for d in [b"", b" ", b"Hello  world,\r\nTHE Caf\xc3\xa9 \xc3\x97 x2 McDonald 1234567890123456789 \n\n",
               b"a" * 70, b"\xff\xfe abc\tdef\x0b\x0c", "naïve Ünïcode — “quotes” 日本".encode(), b"A", b"AB", b"aB",
-              b"\xc3", b"x\xc3\x97y", b"ABC1DEF", b"  \n\n\n  "]:
+              b"\xc3", b"x\xc3\x97y", b"ABC1DEF", b"  \n\n\n  ",
+              # a two-byte letter across the 32-byte cut starts the next body (31 + 4 bytes, not 32 + 3)
+              ("a" * 31 + "é" + "bc").encode(), ("é" * 20).encode(), ("a" * 29 + "éé" + "x" * 40).encode()]:
         _same(d)
 
 

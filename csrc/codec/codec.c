@@ -77,7 +77,7 @@ const char* nlm_error_name(int code) {
 
 static double bits_of(const uint32_t* f, int sym, uint32_t F) { return log2((double)F / (double)f[sym]); }
 
-/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3 step 3). */
+/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3.2 step 4). */
 static int body_kind(const uint8_t* b, int n) {
     if (n == 0) return NLM_KIND_END;
     NlmLexToken t[2];
@@ -199,13 +199,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t gf[NLM_NGAP];
         int gctx;
         uint32_t F = quant_freqs(c->freq, elman_gap_logits(c->model, t->w), NLM_NGAP);
-#ifndef NLM_GAPMIX_OFF
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, &gctx);
-#else
-        uint32_t G = F;
-        memcpy(gf, c->freq, sizeof gf);
-        gctx = 0;
-#endif
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
         double gbits = bits_of(gf, t->gap, G);

@@ -1,4 +1,4 @@
-/* gapmix.c: column-aware secondary model for gap symbols (codec/FORMAT.md §3.5).  Integer only.
+/* gapmix.c: column-aware secondary model for gap symbols (codec/FORMAT.md §3.3).  Integer only.
  *
  *   a    = min(col + 1 + blen, 127)          the column the body would end at after one space
  *   t    = argmax f (lowest index on ties);  q = 1 if f[t] >= F - F/16 (the network is confident)

@@ -1,4 +1,4 @@
-/* gapmix.h: the column-aware secondary model for gap symbols (codec/FORMAT.md §3.5).
+/* gapmix.h: the column-aware secondary model for gap symbols (codec/FORMAT.md §3.3).
  *
  * An Elman network does not see the column, yet in line-wrapped text the choice between " " and "\n"
  * before a word is mostly decided by where the word would end.  GapMix keeps adaptive counts of the gap

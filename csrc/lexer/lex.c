@@ -1,7 +1,7 @@
 /* lex.c: the lexer of codec/FORMAT.md §1 and the vocabulary hash.
  *
  * Owns: the token grammar (gap symbols, word/number/symbol bodies, case classes) and the inverse helpers
- * the decoder uses.  Not here: anything about probabilities or coding (csrc/codec/step.c).
+ * the decoder uses.  Not here: anything about probabilities or coding (csrc/codec/codec.c).
  * Pure integer code; one pass, O(n).
  */
 #include "lexer/lex.h"

@@ -3,9 +3,10 @@
  * An ElmanWeights is the immutable trained model (θ0, shapes, dynamic-evaluation constants), shared by
  * every stream, context and thread; an Elman is one stream's state over it: the hidden state h and, in
  * adaptive mode, the weights it has adapted, the gradient buffer, the tokens of the current segment and
- * the lazy-decay bookkeeping of the big tables.  It knows nothing of coding: the codec step (step_token in csrc/codec/codec.c) asks for
- * logits, codes symbols with them, then records the coded token with elman_advance and closes segments
- * with elman_end_segment.  Every exported function runs under the canonical FP environment (fpenv.h).
+ * the lazy-decay bookkeeping of the big tables.  It knows nothing of coding: the codec step (step_token
+ * in csrc/codec/codec.c) asks for logits, codes symbols with them, then records the coded token with
+ * elman_advance and closes segments with elman_end_segment.  Every exported function runs under the
+ * canonical FP environment (fpenv.h).
  *
  * Call sequence per token (logit getters may be called in any order, any number of times; each result is
  * valid until the next elman_* call that changes h, the weights or the same getter's argument):
@@ -80,7 +81,7 @@ const float* elman_hidden(const Elman* m);               /* (H) current h */
 /* Record the token just coded and advance h: x = (E[w] + Ecase[ccase]) + Egap[gap],
  * h = tanh((Wx·x + Wh·h) + bh).  case_coded: 0 = case not coded, 1 = coded over symbols 0..2 (then
  * ccase must be 0..2).  In adaptive mode a segment holds at most seg_len tokens: if it is full, this call
- * first runs elman_end_segment (the codec step calls it itself every seg_len tokens).  Out-of-range
+ * first runs elman_end_segment (step_token in codec.c calls it itself every seg_len tokens).  Out-of-range
  * arguments are clamped (w to 0 = <unk>, ccase/gap masked) so the model never reads out of bounds. */
 void elman_advance(Elman* m, int w, int ccase, int gap, int case_coded);
 

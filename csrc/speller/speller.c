@@ -2,11 +2,12 @@
  *
  * Owns every model of unknown bodies and literal gaps; all integer counts, all deterministic.
  *
- * Spelling cache (§5.1, PPM-C): the distinct bodies sent as <unk> in this frame in order of first
- * appearance with counts c_i; symbol 0 (escape) has frequency u = number of bodies (1 when u = 0),
- * symbol i+1 frequency c_i; total n + max(u, 1).  A Fenwick tree gives cum/find in O(log u); the encoder
- * finds a body by hash.  After a hit c_i += 1; after an escape the body is appended with c = 1.  When the
- * total exceeds 2^28 every c_i becomes (c_i + 1) / 2.
+ * Spelling cache (§5.1, PPM-C): the distinct bodies sent as <unk> since the last reset (the group
+ * start) in order of first appearance with counts c_i; symbol 0 (escape) has frequency u = number of
+ * bodies (1 when u = 0), symbol i+1 frequency c_i; total n + max(u, 1).  A Fenwick tree gives cum/find
+ * in O(log u); the encoder finds a body by hash.  After a hit c_i += 1; after an escape the body is
+ * appended with c = 1.  When a hit makes the total exceed 2^28 every c_i becomes (c_i + 1) / 2 (the
+ * escape keeps max(u, 1)).
  *
  * Speller (§5.2): order-4 PPM with full exclusions over 257 symbols (bytes 0..255, END = 256).  The
  * history of a body b_0..b_{k-1} is (BOW, b_0, ..., b_{k-1}); the context of order o at position p is the
@@ -14,11 +15,13 @@
  * symbol: for o from the highest order down to 0, if the context exists and has a symbol not excluded,
  * code with PPM-D frequencies over its non-excluded symbols: symbol j gets 2c_j − 1, the escape gets d
  * (number of those symbols); a found symbol ends the search, an escape excludes the context's symbols.
+ * The coded frequency vector is indexed by symbol value (bytes 0..255, END, then the escape), whatever
+ * the order of the context's entry list.
  * Order −1: every non-excluded symbol frequency 1.  END is excluded at position 0 (bodies are not empty)
  * and not coded at position maxlen (implied).  Update (newly spelled bodies and the priming words only;
- * cache hits do not update): for every coded position, the symbol's count is incremented by SP_INC in the
+ * cache hits do not update): for every coded position, the symbol's count is incremented by SPELL_INC in the
  * contexts of order >= the order it was found at, creating contexts and entries as needed (update
- * exclusion); a context whose total exceeds SP_LIMIT has every count halved (rounded up).  Priming
+ * exclusion); a context whose total exceeds SPELL_LIMIT has every count halved (rounded up).  Priming
  * feeds every word of the list once through the same update (with END after it when shorter than 32).
  *
  * Literal gaps (§5.3): order-1 over {' ', \t, \n, \r, \v, \f, END}; 7 contexts (previous byte of the run,
@@ -35,18 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef SP_INC
-#define SP_INC 1 /* count increment of the speller */
-#endif
-#ifndef SP_LIMIT
-#define SP_LIMIT (1u << 16) /* context total that triggers halving */
-#endif
-#ifndef SP_ESC_C
-#define SP_ESC_C 0 /* 1: PPM-C frequencies (c_j, d) instead of PPM-D (2c_j − 1, d); for experiments */
-#endif
-#ifndef SP_FULL_UPDATE
-#define SP_FULL_UPDATE 0 /* 1: update all orders (experiments) */
-#endif
+/* The constants of the format (FORMAT.md §5); none may be overridden at build time. */
+#define SPELL_INC 1              /* count increment of the speller */
+#define SPELL_LIMIT (1u << 16)   /* a speller context whose total exceeds this is halved */
 #define GAP_INC 16
 #define GAP_LIMIT (1u << 16)
 #define CACHE_LIMIT (1u << 28)
@@ -241,7 +235,7 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
     }
     e->cnt += inc;
     c->total += inc;
-    if (c->total > SP_LIMIT) {
+    if (c->total > SPELL_LIMIT) {
         uint32_t tot = 0;
         for (int32_t t = c->head; t >= 0; t = p->pool[t].next) {
             p->pool[t].cnt = (p->pool[t].cnt + 1) / 2;
@@ -255,20 +249,17 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
 /* Update with symbol sym at position pos of b (the contexts of order >= the found order). */
 static int sp_update(PState* p, const uint8_t* b, int pos, int sym) {
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
-    int lo = 0;
-#if !SP_FULL_UPDATE
-    lo = -1;
+    int lo = -1;
     for (int o = maxo; o >= 0 && lo < 0; o--) {
         PCtx* c = ctx_find(p, ctx_key(b, pos, o));
         if (c && ctx_sym(p, c, sym)) lo = o;
     }
     if (lo < 0) lo = 0;
-#endif
     for (int o = maxo; o >= lo; o--) {
         int err = 0;
         PCtx* c = ctx_get(p, ctx_key(b, pos, o), &err);
         if (!c) return err ? err : NLM_ERR_NOMEM;
-        if ((err = ctx_add(p, c, sym, SP_INC))) return err;
+        if ((err = ctx_add(p, c, sym, SPELL_INC))) return err;
     }
     return 0;
 }
@@ -299,11 +290,7 @@ static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, 
         for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
             int y = p->pool[e].sym;
             if (excl[y]) continue;
-#if SP_ESC_C
-            f[y] = p->pool[e].cnt;
-#else
-            f[y] = 2 * p->pool[e].cnt - 1;
-#endif
+            f[y] = 2 * p->pool[e].cnt - 1; /* PPM-D */
             tot += f[y];
             d++;
         }

@@ -79,8 +79,16 @@ def _kind_of(body: bytes) -> int:
 
 
 def _split_long(body: bytes, kind: int):
-    lim = 32 if kind == 1 else 16
-    return [body[i:i + lim] for i in range(0, len(body), lim)]
+    """Pieces of at most 32 (word) or 16 (number) bytes; a word is never cut inside a two-byte letter
+    (FORMAT.md §1: a letter that does not fit starts the next piece)."""
+    lim, out, i = (32 if kind == 1 else 16), [], 0
+    while i < len(body):
+        j = min(i + lim, len(body))
+        if j < len(body) and 0x80 <= body[j] <= 0xBF:
+            j -= 1
+        out.append(body[i:j])
+        i = j
+    return out
 
 
 def lex_python(data: bytes) -> dict:

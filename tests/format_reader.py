@@ -1,0 +1,500 @@
+"""A second reader of word-model block payloads, written from codec/FORMAT.md §1–§6 alone.
+
+Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
+with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
+time, and Python integers), which is the check that FORMAT.md is complete and right. It reads the frame
+of format 2 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
+"""
+import numpy as np
+
+f32 = np.float32
+END_SYM, ESC = 256, 257
+TWO56, TWO48 = 1 << 56, 1 << 48
+
+
+class Corrupt(Exception):
+    pass
+
+
+# ---- §2.1 float kernels ----
+
+def k_exp(x):
+    x = np.asarray(x, dtype=f32)
+    x = np.where(x < f32(88), x, f32(88))
+    x = np.where(x > f32(-87), x, f32(-87))
+    t = x * f32(1.44269504088896341)
+    f = (t + f32(12582912.0)) - f32(12582912.0)
+    r = (x - f * f32(0.693359375)) - f * f32(-2.12194440e-4)
+    p = np.full_like(r, f32(1.9875691500e-4))
+    for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
+        p = p * r + f32(c)
+    y = ((p * (r * r)) + r) + f32(1)
+    two_f = ((f.astype(np.int32) + 127).astype(np.uint32) << np.uint32(23)).view(f32)
+    return y * two_f
+
+
+def k_tanh(x):
+    x = np.asarray(x, dtype=f32)
+    a = np.abs(x)
+    a = np.where(a < f32(9), a, f32(9))
+    t = f32(1) - f32(2) / (k_exp(a + a) + f32(1))
+    sign = x.view(np.uint32) & np.uint32(0x80000000)
+    return (t.view(np.uint32) | sign).view(f32)
+
+
+def matvec(W, x):
+    """16-lane canonical dot product of every row of W with x."""
+    acc = np.zeros((W.shape[0], 16), dtype=f32)
+    for i in range(0, W.shape[1], 16):
+        acc = acc + W[:, i:i + 16] * x[i:i + 16]
+    for h in (8, 4, 2):
+        acc = acc[:, :h] + acc[:, h:2 * h]
+    return acc[:, 0] + acc[:, 1]
+
+
+def t_acc(y, W, d):
+    """y + Wᵀd, one row at a time in ascending order."""
+    for r in range(W.shape[0]):
+        y = y + W[r] * d[r]
+    return y
+
+
+def outer_sum(ds, xs, rows, cols):
+    G = np.zeros((rows, cols), dtype=f32)
+    for d, x in zip(ds, xs):
+        G = G + np.outer(d, x).astype(f32)
+    return G
+
+
+def softmax(z):
+    m = z[0]
+    for v in z[1:]:
+        if v > m:
+            m = v
+    e = k_exp(z - m)
+    s = f32(0)
+    for v in e:
+        s = s + v
+    return e / s
+
+
+# ---- §4 quantiser and range decoder ----
+
+def quant(z):
+    z = np.asarray(z, dtype=f32)
+    m = z[0]
+    for v in z[1:]:
+        if v > m or m != m:
+            m = v
+    u = []
+    for e in k_exp(z - m):
+        u.append(0 if not e > 0 else (1 << 40) if e >= 1 else int(e * f32(2.0 ** 40)))
+    S = sum(u)
+    if S < 1 << 39:
+        return [1] * len(u)
+    M = (((1 << 30) - len(u)) << 64) // S
+    return [1 + ((x * M) >> 64) for x in u]
+
+
+class RangeDecoder:
+    def __init__(self, payload):
+        self.buf, self.pos, self.range, self.low, self.code = payload, 0, TWO56 - 1, 0, 0
+        for _ in range(7):
+            self.code = (self.code << 8) | self._byte()
+        if self.code >= self.range:
+            raise Corrupt("first window")
+
+    def _byte(self):
+        b = self.buf[self.pos] if self.pos < len(self.buf) else 0
+        self.pos += 1
+        return b
+
+    def decode(self, freqs):
+        F = sum(freqs)
+        r = self.range // F
+        target = self.code // r
+        if target >= F:
+            raise Corrupt("target")
+        cum = 0
+        for sym, f in enumerate(freqs):
+            if target < cum + f:
+                break
+            cum += f
+        self.code -= r * cum
+        self.low = (self.low + r * cum) % TWO56
+        self.range = r * f
+        if self.code >= self.range:
+            raise Corrupt("window")
+        while self.range < TWO48:
+            self.range <<= 8
+            self.code = (self.code << 8) | self._byte()
+            self.low = (self.low << 8) % TWO56
+        return sym
+
+    def finish(self):
+        low = self.low
+        v, k = -(-low // TWO56) * TWO56, 0
+        if v >= low + self.range:
+            v, k = -(-low // TWO48) * TWO48, 1
+        if len(self.buf) != self.pos - 7 + k or (low + self.code) % TWO56 != v % TWO56:
+            raise Corrupt("end check")
+
+
+# ---- §1 lexer pieces the decoder needs ----
+
+def first_kind(b):
+    c = b[0]
+    if 65 <= c <= 90 or 97 <= c <= 122:
+        return 1
+    if len(b) > 1 and 0x80 <= b[1] <= 0xBF and (
+            (c == 0xC3 and b[1] not in (0x97, 0xB7)) or 0xC4 <= c <= 0xC8 or (c == 0xC9 and b[1] <= 0x8F)):
+        return 1
+    return 2 if 48 <= c <= 57 else 3
+
+
+def recase(body, case):
+    b = bytearray(body)
+    if case == 1 and b and 97 <= b[0] <= 122:
+        b[0] -= 32
+    if case == 2:
+        b = bytearray(c - 32 if 97 <= c <= 122 else c for c in b)
+    return bytes(b)
+
+
+GAP_BYTES = [b"", b" ", b"  ", b"\n", b"\n\n", b"\r\n", b"\t"]
+WS = b" \t\n\r\x0b\x0c"
+
+
+# ---- §5 speller, cache, literal gaps ----
+
+class Speller:
+    def __init__(self, prime):
+        self.base, self.delta = {}, None
+        for piece in bytes(prime).split(b"\n"):
+            if piece:
+                self.update(piece[:32], 32)
+        self.reset()
+
+    def reset(self):
+        self.delta = {}  # the primed tables (base) stay as they are; changes since the reset go here
+        self.cache, self.counts = [], []
+        self.gap = [[1] * 7 for _ in range(7)]
+
+    def _get(self, key):
+        if self.delta is None:
+            return self.base.get(key)
+        return self.delta[key] if key in self.delta else self.base.get(key)
+
+    def _own(self, key):
+        if self.delta is None:
+            return self.base.setdefault(key, [{}, 0])
+        if key not in self.delta:
+            c = self.base.get(key)
+            self.delta[key] = [dict(c[0]), c[1]] if c else [{}, 0]
+        return self.delta[key]
+
+    @staticmethod
+    def _key(hist, o):
+        return o, tuple(hist[len(hist) - o:])
+
+    def update(self, body, maxlen):
+        hist = [-1]  # BOW
+        for p in range(min(len(body), maxlen - 1) + 1):
+            y = body[p] if p < len(body) else END_SYM
+            top = min(4, p + 1)
+            lo = next((o for o in range(top, -1, -1)
+                       if (c := self._get(self._key(hist, o))) is not None and y in c[0]), 0)
+            for o in range(top, lo - 1, -1):
+                c = self._own(self._key(hist, o))
+                c[0][y] = c[0].get(y, 0) + 1
+                c[1] += 1
+                if c[1] > 1 << 16:
+                    for s in c[0]:
+                        c[0][s] = (c[0][s] + 1) // 2
+                    c[1] = sum(c[0].values())
+            hist.append(y)
+
+    def _symbol(self, rd, hist, p):
+        excl = {END_SYM} if p == 0 else set()
+        for o in range(min(4, p + 1), -1, -1):
+            c = self._get(self._key(hist, o))
+            if c is None:
+                continue
+            live = [y for y in c[0] if y not in excl]
+            if not live:
+                continue
+            freqs = [0] * 258
+            for y in live:
+                freqs[y] = 2 * c[0][y] - 1
+            freqs[ESC] = len(live)
+            x = rd.decode(freqs)
+            excl |= set(c[0])
+            if x != ESC:
+                return x
+        return rd.decode([0 if y in excl else 1 for y in range(257)])
+
+    def unknown(self, rd, maxlen=32):
+        u = len(self.cache)
+        i = rd.decode([max(u, 1)] + self.counts)
+        if i:
+            self.counts[i - 1] += 1
+            if max(u, 1) + sum(self.counts) > 1 << 28:
+                self.counts = [(c + 1) // 2 for c in self.counts]
+            return self.cache[i - 1]
+        body, hist = bytearray(), [-1]
+        for p in range(maxlen):
+            y = self._symbol(rd, hist, p)
+            if y == END_SYM:
+                break
+            body.append(y)
+            hist.append(y)
+        body = bytes(body)
+        if body in self.cache:
+            raise Corrupt("escape to a cached body")
+        self.update(body, maxlen)
+        self.cache.append(body)
+        self.counts.append(1)
+        return body
+
+    def literal_gap(self, rd):
+        run, prev = bytearray(), 6
+        for p in range(65535):
+            g = self.gap[prev]
+            x = rd.decode(g[:6] + [0] if p == 0 else g)
+            g[x] += 16
+            if sum(g) > 1 << 16:
+                g[:] = [(v + 1) // 2 for v in g]
+            if x == 6:
+                break
+            run.append(WS[x])
+            prev = x
+        return bytes(run)
+
+
+class GapMix:
+    def __init__(self):
+        self.col, self.cnt, self.tot = 0, {}, {}
+
+    def freqs(self, f, blen):
+        F = sum(f)
+        a = min(self.col + 1 + blen, 127)
+        t = max(range(8), key=lambda i: (f[i], -i))
+        q = 1 if f[t] >= F - F // 16 else 0
+        ctx = (a * 8 + t) * 2 + q
+        cnt, tot = self.cnt.get(ctx, [0] * 8), self.tot.get(ctx, 0)
+        return ctx, [((24 * ((fi << 16) // F) + (ci << 16)) // (24 + tot)) + 1 for fi, ci in zip(f, cnt)]
+
+    def update(self, ctx, sym, gap, blen):
+        cnt = self.cnt.setdefault(ctx, [0] * 8)
+        cnt[sym] += 2
+        self.tot[ctx] = self.tot.get(ctx, 0) + 2
+        if self.tot[ctx] > 250:
+            cnt[:] = [c >> 1 for c in cnt]
+            self.tot[ctx] = sum(cnt)
+        for b in gap:
+            self.col = 0 if b == 10 else self.col + 1
+        self.col = min(self.col + blen, 1 << 20)
+
+
+# ---- §2, §3, §6: the model, the token step, dynamic evaluation ----
+
+NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
+
+
+class Reader:
+    def __init__(self, cfg, params, ms, vocab, class_start, prime, adapt):
+        V, D, H, C = cfg["V"], cfg["D"], cfg["H"], cfg["C"]
+        shapes = [(V, D), (4, D), (8, D), (H, D), (H, H), (H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
+                  (8, H), (V, 8)]
+        flat, self.p0, o = np.asarray(params, dtype=f32), {}, 0
+        for name, s in zip(NAMES, shapes):
+            n = int(np.prod(s))
+            self.p0[name] = flat[o:o + n].reshape(s).copy()
+            o += n
+        self.cs, self.vocab, self.adapt, self.seg_len = list(class_start), vocab, adapt, cfg["seg_len"]
+        lr, decay, eps = f32(cfg["lr"]), f32(cfg["decay"]), f32(cfg["eps"])
+        self.decay, self.lim = decay, lr * f32(16)
+        self.step = {}
+        for name, m in zip(NAMES, np.asarray(ms, dtype=f32)):
+            den = m + eps
+            self.step[name] = lr / den if den > 0 else f32(0)
+        self.q = [f32(1)]
+        keep = f32(1) - decay
+        for _ in range(4096):
+            v = self.q[-1] * keep
+            self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
+        self.speller = Speller(prime)
+        self.reset()
+
+    def reset(self, adapt=None):
+        """The state at a group start (§7.2); adapt: switch between static and dynamic mode."""
+        if adapt is not None:
+            self.adapt = adapt
+        self.p = {k: v.copy() for k, v in self.p0.items()}
+        self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
+        self.seg, self.seg_no = [], 0
+        self.last = {"E": {}, "O": {}, "B": {}}
+        self.speller.reset()
+        self.gapmix = GapMix()
+
+    def _clamp(self, s):
+        a = np.where(s < self.lim, s, self.lim)
+        return np.where(a > -self.lim, a, -self.lim).astype(f32)
+
+    def _sgd(self, name, idx, g, k):
+        th, th0, step = self.p[name][idx], self.p0[name][idx], self.step[name]
+        if k == 0:
+            self.p[name][idx] = (th - self._clamp(step * g)) + self.decay * (th0 - th)
+        else:
+            a = th0 + ((th - th0) * self.q[min(k, 4096)])
+            self.p[name][idx] = (a - self._clamp(step * g)) + self.decay * (th0 - a)
+
+    def _end_segment(self):
+        if not self.adapt or not self.seg:
+            self.seg = []
+            return
+        P, seg, T = self.p, self.seg, len(self.seg)
+        H, D, C = P["Wh"].shape[0], P["Wx"].shape[1], P["Wc"].shape[0]
+        z = lambda n: np.zeros(n, dtype=f32)  # noqa: E731
+        gbc, gbh, gEcase, gEgap = z(C), z(H), np.zeros((4, D), f32), np.zeros((8, D), f32)
+        gE, gbo, gBc, gBg = {}, {}, {}, {}
+        for tok in seg:
+            a, b = self.cs[tok["c"]], self.cs[tok["c"] + 1]
+            for r in range(a, b):
+                gbo.setdefault(r, f32(0))
+            gBc.setdefault(tok["w"], z(4))
+            gBg.setdefault(tok["w"], z(8))
+        for tok in seg[:-1]:
+            gE.setdefault(tok["w"], z(D))
+        dcs, dws, dks, dgs, das, xs = {}, {}, {}, {}, {}, {}
+        dh_next = z(H)
+        for t in range(T - 1, -1, -1):
+            tok = seg[t]
+            w, c, a = tok["w"], tok["c"], self.cs[tok["c"]]
+            dh = dh_next
+            dc = softmax(tok["zc"])
+            dc[c] -= f32(1)
+            gbc = gbc + dc
+            dh = t_acc(dh, P["Wc"], dc)
+            dw = softmax(tok["zw"])
+            dw[w - a] -= f32(1)
+            for j, v in enumerate(dw):
+                gbo[a + j] = gbo[a + j] + v
+            dh = t_acc(dh, P["Wo"][a:a + len(dw)], dw)
+            if tok["coded"]:
+                dk = softmax(tok["zk"][:3])
+                dk[tok["case"]] -= f32(1)
+                gBc[w][:3] = gBc[w][:3] + dk
+                dh = t_acc(dh, P["Uc"][:3], dk)
+                dks[t] = dk
+            dg = softmax(tok["zg"])
+            dg[tok["gap"]] -= f32(1)
+            gBg[w] = gBg[w] + dg
+            dh = t_acc(dh, P["Ug"], dg)
+            dcs[t], dws[t], dgs[t] = dc, dw, dg
+            if t == 0:
+                break
+            s = tok["s"]
+            da = dh * (f32(1) - (s * s))
+            prev = seg[t - 1]
+            x = (P["E"][prev["w"]] + P["Ecase"][prev["case"]]) + P["Egap"][prev["gap"]]
+            gbh = gbh + da
+            dx = t_acc(z(D), P["Wx"], da)
+            gE[prev["w"]] = gE[prev["w"]] + dx
+            gEcase[prev["case"]] = gEcase[prev["case"]] + dx
+            gEgap[prev["gap"]] = gEgap[prev["gap"]] + dx
+            dh_next = t_acc(z(H), P["Wh"], da)
+            das[t], xs[t] = da, x
+        order = range(T - 1, -1, -1)
+        g = {"Ecase": gEcase, "Egap": gEgap, "bh": gbh, "bc": gbc,
+             "Wc": outer_sum([dcs[t] for t in order], [seg[t]["s"] for t in order], C, H),
+             "Ug": outer_sum([dgs[t] for t in order], [seg[t]["s"] for t in order], 8, H),
+             "Wx": outer_sum([das[t] for t in order if t], [xs[t] for t in order if t], H, D),
+             "Wh": outer_sum([das[t] for t in order if t], [seg[t - 1]["s"] for t in order if t], H, H)}
+        gUc = np.zeros((4, H), f32)
+        gUc[:3] = outer_sum([dks[t] for t in order if t in dks], [seg[t]["s"] for t in order if t in dks], 3, H)
+        g["Uc"] = gUc
+        gWo = {}
+        for c in {tok["c"] for tok in seg}:
+            a, b = self.cs[c], self.cs[c + 1]
+            G = outer_sum([dws[t] for t in order if seg[t]["c"] == c],
+                          [seg[t]["s"] for t in order if seg[t]["c"] == c], b - a, H)
+            for r in range(a, b):
+                gWo[r] = G[r - a]
+        self.seg_no += 1
+        for name in ("Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Uc", "Ug"):
+            self._sgd(name, slice(None), g[name], 0)
+        for table, rows in (("E", [("E", gE)]), ("O", [("Wo", gWo), ("bo", gbo)]),
+                            ("B", [("Bc", gBc), ("Bg", gBg)])):
+            last = self.last[table]
+            for r in rows[0][1]:
+                k = self.seg_no - last.get(r, 0) - 1
+                for name, grads in rows:
+                    self._sgd(name, r, np.asarray(grads[r], dtype=f32), k)
+                last[r] = self.seg_no
+        self.seg = []
+
+    def decode_block(self, payload, size):
+        rd, out, P = RangeDecoder(payload), bytearray(), self.p
+        while True:
+            zc = matvec(P["Wc"], self.h) + P["bc"]
+            c = rd.decode(quant(zc))
+            a, b = self.cs[c], self.cs[c + 1]
+            zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
+            w = a + rd.decode(quant(zw))
+            body = b"" if w == 1 else self.speller.unknown(rd) if w == 0 else self.vocab[w]
+            kind = 0 if w == 1 else first_kind(body)
+            zk = matvec(P["Uc"], self.h) + P["Bc"][w]
+            case, coded = 0, False
+            if kind == 1:
+                if any(65 <= ch <= 90 for ch in body):
+                    case = 3
+                else:
+                    case, coded = rd.decode(quant(zk[:3])), True
+            zg = matvec(P["Ug"], self.h) + P["Bg"][w]
+            ctx, gf = self.gapmix.freqs(quant(zg), len(body))
+            gap = rd.decode(gf)
+            gap_bytes = self.speller.literal_gap(rd) if gap == 7 else GAP_BYTES[gap]
+            self.gapmix.update(ctx, gap, gap_bytes, len(body))
+            out += gap_bytes + recase(body, case)
+            if len(out) > size:
+                raise Corrupt("block too long")
+            if self.adapt:
+                self.seg.append({"w": w, "c": c, "case": case, "gap": gap, "coded": coded, "s": self.h,
+                                 "zc": zc, "zw": zw, "zk": zk, "zg": zg})
+            x = (P["E"][w] + P["Ecase"][case]) + P["Egap"][gap]
+            self.h = k_tanh((matvec(P["Wx"], x) + matvec(P["Wh"], self.h)) + P["bh"])
+            if self.adapt and len(self.seg) >= self.seg_len:
+                self._end_segment()
+            if w == 1:
+                break
+        self._end_segment()
+        rd.finish()
+        if len(out) != size:
+            raise Corrupt("block too short")
+        return bytes(out)
+
+
+def read_varint(buf, p):
+    v, shift = 0, 0
+    while True:
+        b = buf[p]
+        v |= (b & 0x7F) << shift
+        p, shift = p + 1, shift + 7
+        if not b & 0x80:
+            return v, p
+
+
+def word_blocks(frame):
+    """(adapt, [(group start, block kind, size, payload)]) of a format-2 frame (§7.1)."""
+    assert frame[:4] == b"\xb1NLM" and frame[4] == 2
+    flags = frame[5]
+    p = 6 + (32 if flags & 8 else 0) + 4
+    blocks = []
+    while frame[p] != 0x80:
+        t = frame[p]
+        size, p = read_varint(frame, p + 1)
+        psize, p = read_varint(frame, p)
+        blocks.append((bool(t & 4), t & 3, size, bytes(frame[p:p + psize])))
+        p += psize
+    return bool(flags & 1), blocks
