@@ -105,3 +105,33 @@ def test_bad_contents():
 
 def test_param_count_matches_reference():
     assert param_count(40, 16, 32, 4) == R.param_count(40, 16, 32, 4)
+
+
+def test_bundled_manifest_ids_match_the_files():
+    """load_model trusts the id recorded at bundling (no 20 MB hash per process): it must be the file's."""
+    import hashlib
+    import json
+
+    import nlmcodec
+
+    seen = 0
+    for name, p in nlmcodec._bundled_files().items():
+        man = json.loads(p.with_suffix(".json").read_text())
+        if "model_id_sha256" in man:
+            assert man["model_id_sha256"] == hashlib.sha256(p.read_bytes()).hexdigest(), name
+            assert man["size_bytes"] == p.stat().st_size, name
+            assert nlmcodec._bundled_manifest_id(p) == bytes.fromhex(man["model_id_sha256"])
+            assert nlmcodec.load_model(name).model_id.hex() == man["model_id_sha256"]
+            seen += 1
+    assert seen >= 1
+
+
+def test_loaded_model_reads_the_file_in_place():
+    """A bundled binary16 model is mapped, not converted: the native model owns ~1 MB of tables, not the
+    20 MB block, and the weights are never turned into a numpy array unless asked for."""
+    import nlmcodec
+
+    m = nlmcodec.load_model("default")
+    assert m.param_dtype == "float16" and m._params is None
+    assert m.native().memory() < 4 << 20
+    assert m.native() is nlmcodec.load_model("default").native()

@@ -202,15 +202,27 @@ static inline uint64_t ctx_key(const uint8_t* b, int pos, int o) {
     return k;
 }
 
-static PSym* ctx_sym(const PState* p, const PCtx* c, int sym) {
-    for (int32_t e = c->head; e >= 0; e = p->pool[e].next)
-        if (p->pool[e].sym == sym) return &p->pool[e];
-    return NULL;
+
+/* Index of sym in c's list, or -1; *prev: the entry before it (-1: it is the head).  The order of a list
+ * never changes what is coded (frequencies are laid out by symbol value, sums are of integers), so ctx_add
+ * keeps each list most-recently-used first, which makes the walks short. */
+static int32_t ctx_sym_idx(const PState* p, const PCtx* c, int sym, int32_t* prev) {
+    int32_t t = -1;
+    for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
+        if (p->pool[e].sym == sym) {
+            *prev = t;
+            return e;
+        }
+        t = e;
+    }
+    *prev = -1;
+    return -1;
 }
 
-static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
-    PSym* e = ctx_sym(p, c, sym);
-    if (!e) {
+/* Add inc to sym in c: at entry idx (after prev) when it is there (idx >= 0), else as a new entry; either
+ * way the entry moves to the head of the list. */
+static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc, int32_t idx, int32_t prev) {
+    if (idx < 0) {
         if (p->pused == p->pcap) {
             uint32_t ncap = p->pcap * 2;
             PSym* q = (PSym*)realloc(p->pool, ncap * sizeof *q);
@@ -218,22 +230,20 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
             p->pool = q;
             p->pcap = ncap;
         }
-        /* append at the tail: list order = order of first appearance */
-        int32_t idx = (int32_t)p->pused++;
-        e = &p->pool[idx];
+        idx = (int32_t)p->pused++;
+        PSym* e = &p->pool[idx];
         e->sym = (uint16_t)sym;
         e->pad = 0;
         e->cnt = 0;
-        e->next = -1;
-        if (c->head < 0) c->head = idx;
-        else {
-            int32_t t = c->head;
-            while (p->pool[t].next >= 0) t = p->pool[t].next;
-            p->pool[t].next = idx;
-        }
+        e->next = c->head;
+        c->head = idx;
         c->distinct++;
+    } else if (prev >= 0) {
+        p->pool[prev].next = p->pool[idx].next;
+        p->pool[idx].next = c->head;
+        c->head = idx;
     }
-    e->cnt += inc;
+    p->pool[idx].cnt += inc;
     c->total += inc;
     if (c->total > SPELL_LIMIT) {
         uint32_t tot = 0;
@@ -246,20 +256,24 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc) {
     return 0;
 }
 
-/* Update with symbol sym at position pos of b (the contexts of order >= the found order). */
+/* Update with symbol sym at position pos of b (the contexts of order >= the found order).  Each list is
+ * walked once: the search for the found order remembers where sym is (pool indices, which survive the
+ * table growth of ctx_get). */
 static int sp_update(PState* p, const uint8_t* b, int pos, int sym) {
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    int32_t idx[ORDER + 1], prev[ORDER + 1];
     int lo = -1;
     for (int o = maxo; o >= 0 && lo < 0; o--) {
-        PCtx* c = ctx_find(p, ctx_key(b, pos, o));
-        if (c && ctx_sym(p, c, sym)) lo = o;
+        const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+        idx[o] = prev[o] = -1;
+        if (c && (idx[o] = ctx_sym_idx(p, c, sym, &prev[o])) >= 0) lo = o;
     }
     if (lo < 0) lo = 0;
     for (int o = maxo; o >= lo; o--) {
         int err = 0;
         PCtx* c = ctx_get(p, ctx_key(b, pos, o), &err);
         if (!c) return err ? err : NLM_ERR_NOMEM;
-        if ((err = ctx_add(p, c, sym, SPELL_INC))) return err;
+        if ((err = ctx_add(p, c, sym, SPELL_INC, idx[o], prev[o]))) return err;
     }
     return 0;
 }

@@ -19,10 +19,9 @@ format 1 (nlmcodec 0.1.0) still decode.
 """
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import threading
-from importlib import resources
 from pathlib import Path
 
 from ._backend import backend
@@ -30,12 +29,19 @@ from ._errors import NLMError
 from . import _decode, _encode, _frame
 from ._frame import CHECK_CRC32, CHECK_NONE, FORMAT_VERSION, FrameInfo, get_frame_info
 
-try:
-    from importlib.metadata import version as _dist_version
 
-    __version__ = _dist_version("nlmcodec")
-except Exception:  # pragma: no cover - not installed (source tree on sys.path)
-    __version__ = "0.0.0+unknown"
+def __getattr__(name):          # __version__ on first use: importlib.metadata costs ~15 ms of start-up
+    if name == "__version__":
+        try:
+            from importlib.metadata import version as _dist_version
+
+            v = _dist_version("nlmcodec")
+        except Exception:  # pragma: no cover - not installed (source tree on sys.path)
+            v = "0.0.0+unknown"
+        globals()["__version__"] = v
+        return v
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CHECK_CRC32",
@@ -64,21 +70,33 @@ _codec_pool = {}             # (model id, adapt) -> [free Codec, ...]
 _POOL_PER_KEY = 2
 
 
-def _bundled_dir():
-    return resources.files(__name__) / "models"
+def _bundled_dir() -> Path:
+    return Path(__file__).resolve().parent / "models"
 
 
 def _bundled_files():
-    """{name: traversable} of the bundled models (python/nlmcodec/models/*.nlmm)."""
+    """{name: path} of the bundled models (python/nlmcodec/models/*.nlmm)."""
     try:
         entries = list(_bundled_dir().iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    return {e.name[:-len(MODEL_SUFFIX)]: e for e in entries
-            if e.name.endswith(MODEL_SUFFIX) and e.is_file()}
+    return {e.name[:-len(MODEL_SUFFIX)]: e for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file()}
 
 
-def _load_file(path) -> "Model":
+def _bundled_manifest_id(path: Path):
+    """The model id recorded when the model was bundled (its manifest NAME.json: model_id_sha256, checked
+    against the file by tests/test_model_file.py), or None.  Trusted only when the recorded size matches."""
+    try:
+        man = json.loads(path.with_suffix(".json").read_text())
+        mid = bytes.fromhex(man["model_id_sha256"])
+        if len(mid) == 32 and int(man["size_bytes"]) == path.stat().st_size:
+            return mid
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _load_file(path, known_id=None) -> "Model":
     from ._model import Model
 
     p = Path(path)
@@ -88,16 +106,18 @@ def _load_file(path) -> "Model":
         m = _model_cache.get(key)
     if m is None:
         m = Model.load(p)
+        if known_id is not None:
+            m._id = known_id            # computed once, when the model was bundled
         with _lock:
-            _model_cache[key] = m
+            m = _model_cache.setdefault(key, m)
     return m
 
 
 def load_model(name_or_path="default"):
     """Return a Model: the name of a bundled model ("default", "tiny", ...) or a path to a .nlmm file.
 
-    Models are cached (by path, modification time and size), so repeated calls are cheap.  A Model object
-    is returned as is.
+    Models are cached (by path, modification time and size), so repeated calls are cheap and every codec,
+    thread and stream of the process shares one model in memory.  A Model object is returned as is.
     """
     from ._model import Model
 
@@ -108,8 +128,7 @@ def load_model(name_or_path="default"):
     s = os.fspath(name_or_path)
     bundled = _bundled_files()
     if isinstance(name_or_path, str) and s in bundled:
-        with resources.as_file(bundled[s]) as p:
-            m = _load_file(p)
+        m = _load_file(bundled[s], _bundled_manifest_id(bundled[s]))
         if not m.name:
             m.name = s
         return m
@@ -130,14 +149,19 @@ def _default_model():
 
 
 def _bundled_by_id(model_id: bytes):
-    for name, entry in sorted(_bundled_files().items()):
-        with resources.as_file(entry) as p:
+    """The bundled model whose id is model_id, or None.  Ids come from the manifests (recorded at bundling);
+    a bundled model without a usable manifest is hashed, once per file version."""
+    import hashlib
+
+    for name, p in sorted(_bundled_files().items()):
+        digest = _bundled_manifest_id(p)
+        if digest is None:
             st = p.stat()
-            key = ("id", str(Path(p).resolve()), st.st_mtime_ns, st.st_size)
+            key = ("id", str(p.resolve()), st.st_mtime_ns, st.st_size)
             with _lock:
                 digest = _model_cache.get(key)
             if digest is None:
-                digest = hashlib.sha256(Path(p).read_bytes()).digest()
+                digest = hashlib.sha256(p.read_bytes()).digest()
                 with _lock:
                     _model_cache[key] = digest
         if digest == model_id:
@@ -368,5 +392,12 @@ def decompress(data, /, *, model=None, threads=1) -> bytes:
 
 
 from ._file import NLMFile, open  # noqa: E402  (after the objects it is built on)
-from ._explain import explain  # noqa: E402  (per-token costs from the same coding path as compress)
 from . import _fsspec  # noqa: E402,F401  (registers the "nlm" compression with fsspec, lazily)
+
+
+def explain(data, *, model=None, adapt=True):
+    """Per-token costs of compressing data with model (None: the bundled default) in the given mode: an
+    Explanation (nlmcodec._explain; imported on first use, it needs numpy).  Runs the real encoder."""
+    from ._explain import explain as _explain
+
+    return _explain(data, model=model, adapt=adapt)

@@ -961,13 +961,14 @@ def _bundled_names():
     global _BUNDLED_IDS
     if _BUNDLED_IDS is None:
         _BUNDLED_IDS = {}
-        try:
-            from importlib import resources
-            for e in (resources.files("nlmcodec") / "models").iterdir():
-                if e.name.endswith(".nlmm") and e.is_file():
-                    _BUNDLED_IDS[hashlib.sha256(e.read_bytes()).digest()] = e.name[:-len(".nlmm")]
-        except (OSError, ImportError, TypeError):
-            pass
+        import nlmcodec as api
+
+        for name, p in api._bundled_files().items():
+            try:
+                mid = api._bundled_manifest_id(p) or hashlib.sha256(p.read_bytes()).digest()
+            except OSError:
+                continue
+            _BUNDLED_IDS[mid] = name
     return _BUNDLED_IDS
 
 

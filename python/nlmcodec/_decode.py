@@ -8,7 +8,6 @@ pieces costs linear time.
 from __future__ import annotations
 
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 import threading
 
 from ._errors import NLMError
@@ -299,6 +298,8 @@ class FrameDecoder:
 
     def _submit(self, blocks):
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor   # only when threads > 1
+
             self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec-d")
         self._inflight.append(self._pool.submit(self._run_group, blocks))
 

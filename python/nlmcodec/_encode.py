@@ -23,7 +23,6 @@ from __future__ import annotations
 import lzma
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 
 from ._errors import ERR_UNSUPPORTED, NLMError
 from . import _frame as F
@@ -264,6 +263,8 @@ class FrameEncoder:
             self._emit(raw, *self._run_group(raw, single), out)
             return
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor   # only when threads > 1
+
             self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec")
         self._inflight.append((raw, self._pool.submit(self._run_group, raw, single)))
         self._collect(out, keep=self._threads)
