@@ -39,17 +39,20 @@ STAGES = {
     "forward tanh": {"kern_math.c": ["kern_tanh", "kern_tanh_vec", "tanh_sse2", "tanh_avx2", "tanh_vec_avx2",
                                      "tanh_avx512", "tanh_vec_avx512"]},
     "quantiser + exp": {"quant.c": "*all",
-                        "kern.c": ["kern_quant_max", "kern_exp_u40", "max_scalar", "max_sse2", "max_avx2",
-                                   "max_avx512", "exp_u40_scalar", "exp_u40_sse2", "exp_u40_avx2",
-                                   "exp_u40_avx512", "to_u40"]},
+                        "kern_math.c": ["kern_quant_max", "quant_max_scalar", "kern_exp_u40", "exp_u40_scalar",
+                                        "exp_u40_sse2", "exp_u40_avx2", "exp_u40_avx512", "kern_u40_scale",
+                                        "u40_scale_scalar", "u40_scale_sse2", "u40_scale_avx2",
+                                        "u40_scale_avx512", "scale_u40"],
+                        "kern.h": ["kern_to_u40"]},
     "range coder": {"rc.c": "*all"},
     "speller, cache, gap blending": {"speller.c": "*all", "gapmix.c": "*all"},
     "step glue (codec.c, fp env, stats)": {"codec.c": "*all", "fpenv.h": "*all"},
     "backward": {"elman.c": ["backward", "softmax", "touch", "end_segment", "elman_end_segment"],
                  "kern.c": ["kern_matvec_t_acc", "matvec_t_acc_avx2", "matvec_t_acc_avx512", "kern_outer_acc",
                             "kern_outer_acc_seq", "outer_acc_seq_scalar", "outer_acc_seq_avx2",
-                            "outer_acc_seq_avx512", "kern_axpy", "axpy_scalar", "axpy_avx2", "axpy_avx512",
-                            "kern_softmax_xent", "kern_softmax_e"]},
+                            "outer_acc_seq_avx512", "kern_axpy", "axpy_scalar", "axpy_avx2", "axpy_avx512"],
+                 "kern_math.c": ["kern_softmax_xent", "kern_softmax_e", "softmax_finish", "softmax_max_scalar",
+                                 "exp_sub_vec", "exp_sub_avx2", "exp_sub_avx512", "div_avx2", "div_avx512"]},
     "update": {"elman.c": ["update", "update_row"],
                "kern.c": ["kern_sgd_decay", "kern_decay_sgd", "kern_decay_toward", "sgd_decay_scalar",
                           "decay_sgd_scalar", "decay_toward_scalar", "sgd_decay_avx2", "decay_sgd_avx2",
@@ -58,7 +61,8 @@ STAGES = {
 }
 STAGE_ORDER = list(STAGES) + ["unattributed"]
 INHERIT = {"kern_exp", "kern_exp_vec", "exp_sse2", "exp_avx2", "exp_vec_avx2", "exp_avx512", "exp_vec_avx512",
-           "kern_simd_level", "kern_has_f16c", "kern_set_simd_cap", "simd_level_raw"}
+           "kern_simd_level", "kern_has_f16c", "kern_set_simd_cap", "simd_level_raw", "max_nonnan",
+           "max_nonnan_sse2", "max_nonnan_avx2", "max_nonnan_avx512", "finite_f"}
 
 CHILD = r"""
 import json, sys
@@ -78,16 +82,26 @@ FUNC_RE = re.compile(r"^(?:static\s+|inline\s+)*[A-Za-z_][\w\s\*]*?\b(\w+)\s*\("
 
 
 def source_functions(path):
-    """Line -> name of the enclosing top-level function (definitions start at column 0)."""
-    owner, cur = {}, None
+    """Line -> name of the enclosing top-level function (definitions start at column 0; a declaration, whose
+    text reaches ';' before '{', is not one).  Lines of a multi-line #define map to None (the compiler may
+    charge expanded code to them; the caller then uses the function symbol)."""
+    owner, cur, in_macro = {}, None, False
     with open(path, encoding="utf-8", errors="replace") as f:
-        for no, line in enumerate(f, 1):
-            if line[:1].isalpha() or line[:1] == "_":
-                line = ATTR_RE.sub("", line)
-                m = FUNC_RE.match(line)
-                if m and not line.rstrip().endswith(";") and not line.startswith(("typedef", "struct", "#")):
+        src = f.readlines()
+    for no, line in enumerate(src, 1):
+        if in_macro or line.startswith("#define"):
+            in_macro = line.rstrip().endswith("\\")
+            owner[no] = None
+            continue
+        if line[:1].isalpha() or line[:1] == "_":
+            text = ATTR_RE.sub("", line)
+            m = FUNC_RE.match(text)
+            if m and not text.startswith(("typedef", "struct")):
+                rest = "".join(src[no - 1:no + 8])
+                brace, semi = rest.find("{"), rest.find(";")
+                if brace >= 0 and (semi < 0 or brace < semi):
                     cur = m.group(1)
-            owner[no] = cur
+        owner[no] = cur
     return owner
 
 
@@ -167,8 +181,9 @@ class Profile:
                     # the target position is absolute; it does not move the line counter
 
 
-def attribute(prof):
-    """Stage -> Ir, (file, function) -> Ir, and (file, line) -> Ir for the C core."""
+def attribute(prof, src_root=None):
+    """Stage -> Ir, (file, function) -> Ir, and (file, line) -> Ir for the C core.  src_root: the csrc tree
+    the profiled build was compiled from, when it is not the checkout's (a saved profile of older code)."""
     by_file, whole = stage_map()
     owners = {}
 
@@ -177,7 +192,8 @@ def attribute(prof):
             return None, None
         base = os.path.basename(path)
         if path not in owners:
-            owners[path] = source_functions(path) if os.path.exists(path) else {}
+            real = os.path.join(src_root, os.path.relpath(path, CSRC)) if src_root else path
+            owners[path] = source_functions(real) if os.path.exists(real) else {}
         return base, owners[path].get(line)
 
     def stage_of(base, func):
@@ -192,7 +208,7 @@ def attribute(prof):
         base, func = owner(path, line)
         st = stage_of(base, func)
         sym = sym.split("'")[0].split(".")[0]
-        if (base is None or func in INHERIT) and sym not in INHERIT and sym_path and sym_path.startswith(CSRC):
+        if (base is None or func is None or func in INHERIT) and sym not in INHERIT and sym_path and sym_path.startswith(CSRC):
             # a shared helper or a compiler intrinsic (immintrin.h) inlined into a staged function
             st = stage_of(os.path.basename(sym_path), sym)
         if base is not None:
@@ -247,8 +263,8 @@ def run_mode(valgrind, path, nbytes, adapt, simd_cap, tmp, reuse=False):
     return info, Profile(out)
 
 
-def c_line(path_base, line):
-    for dirpath, _, files in os.walk(CSRC):
+def c_line(path_base, line, src_root=None):
+    for dirpath, _, files in os.walk(src_root or CSRC):
         if path_base in files:
             with open(os.path.join(dirpath, path_base), encoding="utf-8", errors="replace") as f:
                 src = f.readlines()
@@ -266,6 +282,8 @@ def main(argv=None):
     ap.add_argument("--label", default="", help="section title (e.g. before / after)")
     ap.add_argument("--keep", help="keep the callgrind outputs in this folder")
     ap.add_argument("--reuse", action="store_true", help="re-analyse the outputs kept in --keep (no new run)")
+    ap.add_argument("--src", help="with --reuse: the csrc folder the kept profile was built from (e.g. "
+                                  "`git archive REV csrc | tar -x -C DIR`, then DIR/csrc)")
     ap.add_argument("--top", type=int, default=12, help="rows of the per-function and per-line tables")
     a = ap.parse_args(argv)
 
@@ -294,7 +312,7 @@ def main(argv=None):
         for mode in a.modes:
             info, prof = run_mode(valgrind, path, a.bytes, int(mode == "dynamic"), a.simd_cap, a.keep or tmp,
                                   a.reuse and bool(a.keep))
-            results[mode] = (info, prof, *attribute(prof))
+            results[mode] = (info, prof, *attribute(prof, a.src))
     lines = []
     title = f"## {a.label}: " if a.label else "## "
     lines.append(f"{title}{os.path.basename(path)}, first {a.bytes} bytes, default model (commit {rev}, "
@@ -339,7 +357,7 @@ def main(argv=None):
         lines.append("|---|---|---|")
         el = [(k, v) for k, v in byline.items() if k[0] == "elman.c"]
         for (base, ln), ir in sorted(el, key=lambda kv: -kv[1])[:a.top]:
-            src = c_line(base, ln).replace("|", "\\|")
+            src = c_line(base, ln, a.src).replace("|", "\\|")
             lines.append(f"| {ln} | {ir / info['tokens']:,.0f} | `{src}` |")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -204,6 +204,13 @@ def test_quantiser_and_glue_kernels_bit_identical(exes, tmp_path, kind, n):
     u = np.where(e >= 1, 2.0 ** 40, np.floor(e.astype(np.float64) * 2.0 ** 40)).astype(np.uint64)
     assert S == int(u.sum(dtype=np.uint64))
     assert freqs[0] == freqs[1:].sum() and freqs[1:].min() >= 1 and freqs[0] <= 1 << 30
+    # quant_freqs (codec/FORMAT.md §4) in Python integers, from the kernel's e_i
+    if S >= 1 << 39:
+        M = ((1 << 30) - n << 64) // S
+        want_f = [1 + ((int(v) * M) >> 64) for v in u]
+        assert freqs[1:].tolist() == want_f
+    else:
+        assert freqs[1:].tolist() == [1] * n
     with np.errstate(all="ignore"):
         assert add.tobytes() == (z + z[::-1]).tobytes()
         assert add3.tobytes() == ((z + z[::-1]) + z).tobytes()

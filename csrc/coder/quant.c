@@ -1,14 +1,13 @@
 /* coder/quant.c: the one float -> integer frequency conversion (codec/FORMAT.md §4).
  *
  * Owns quant_freqs.  Shapes: z[n] logits in, f[n] frequencies out (n = C classes, a class's words, 4 cases
- * or 8 gaps).  The max and the exp/sum pass are kernels (kern_quant_max, kern_exp_u40: the format's exp
- * polynomial, SIMD with the scalar bits); the integer arithmetic stays here; no libm.
+ * or 8 gaps).  The max, the exp/sum pass and the scaling pass are kernels (kern_quant_max, kern_exp_u40,
+ * kern_u40_scale: the format's exp polynomial and exact integer pieces, SIMD with the scalar bits); the
+ * total and the division stay here; no libm.
  */
 #include "coder/quant.h"
 
 #include "kernels/kern.h"
-
-#include <string.h>
 
 uint32_t quant_freqs(uint32_t* f, const float* z, int n) {
     if (n <= 0 || n >= (1 << 24)) return 0;
@@ -24,12 +23,7 @@ uint32_t quant_freqs(uint32_t* f, const float* z, int n) {
         return (uint32_t)n;
     }
     uint64_t M = (uint64_t)(num / S);
-    for (int i = 0; i < n; i++) {
-        float e;
-        uint32_t bits = f[i];
-        memcpy(&e, &bits, 4);
-        f[i] = 1 + (uint32_t)(((unsigned __int128)kern_to_u40(e) * M) >> 64);
-        F += f[i];
-    }
+    /* pass 2 (vectorised in csrc/kernels): f_i = 1 + floor(u_i * M / 2^64), exact integer pieces */
+    F = kern_u40_scale(f, M, n);
     return F;
 }

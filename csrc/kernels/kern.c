@@ -144,10 +144,15 @@ static int simd_level_raw(void) {
     return lvl < g_level_cap ? lvl : g_level_cap;
 }
 
-int kern_simd_level(void) {
-    if (g_level < 0) g_level = simd_level_raw(); /* a benign race: every thread computes the same value */
-    return g_level;
+/* The dispatchers read the cached level inline (kern_simd_level is exported, so a PIC build would call it
+ * through the PLT). */
+static inline int level_cached(void) {
+    int l = g_level;
+    if (l < 0) g_level = l = simd_level_raw(); /* a benign race: every thread computes the same value */
+    return l;
 }
+
+int kern_simd_level(void) { return level_cached(); }
 
 void kern_set_simd_cap(int cap) {
     g_level_cap = cap;
@@ -584,7 +589,7 @@ __attribute__((target("avx512f"))) static void decay_toward_avx512(float* th, co
     decay_toward_avx2(th + i, th0 + i, q, n - i);
 }
 
-#define KERN_LEVEL() kern_simd_level()
+#define KERN_LEVEL() level_cached()
 #else /* !KERN_X86 */
 int kern_simd_level(void) { return 0; }
 void kern_set_simd_cap(int cap) { (void)cap; }
@@ -656,11 +661,12 @@ int kern_float_to_half_exact(float f, uint16_t* h) {
 
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) { /* AVX-512F includes the 16-wide binary16 conversion */
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) { /* AVX-512F includes the 16-wide binary16 conversion */
         matvec_h_avx512(y, W16, x, rows, cols);
         return;
     }
-    if (KERN_LEVEL() >= 2 && kern_has_f16c()) {
+    if (lvl >= 2 && kern_has_f16c()) {
         matvec_h_f16c(y, W16, x, rows, cols);
         return;
     }
@@ -675,11 +681,12 @@ void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int 
 
 void kern_axpy(float* y, float a, const float* x, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         axpy_avx512(y, a, x, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         axpy_avx2(y, a, x, n);
         return;
     }
@@ -689,11 +696,12 @@ void kern_axpy(float* y, float a, const float* x, int n) {
 
 void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         matvec_t_acc_avx512(y, W, d, rows, cols);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         matvec_t_acc_avx2(y, W, d, rows, cols, cols);
         return;
     }
@@ -703,11 +711,12 @@ void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int c
 
 void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         for (int r = 0; r < rows; r++) axpy_avx512(G + (size_t)r * cols, d[r], x, cols);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         for (int r = 0; r < rows; r++) axpy_avx2(G + (size_t)r * cols, d[r], x, cols);
         return;
     }
@@ -718,11 +727,12 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
 void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols,
                         int zero_first) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         outer_acc_seq_avx512(G, d, x, T, rows, cols, zero_first);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first, 0);
         return;
     }
@@ -733,11 +743,12 @@ void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, 
 void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, float lim,
                     int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         decay_sgd_avx512(th, th0, g, q, step, decay, lim, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         decay_sgd_avx2(th, th0, g, q, step, decay, lim, n);
         return;
     }
@@ -747,11 +758,12 @@ void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float 
 
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         sgd_decay_avx512(th, th0, g, step, decay, lim, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         sgd_decay_avx2(th, th0, g, step, decay, lim, n);
         return;
     }
@@ -761,11 +773,12 @@ void kern_sgd_decay(float* th, const float* th0, const float* g, float step, flo
 
 void kern_decay_toward(float* th, const float* th0, float q, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         decay_toward_avx512(th, th0, q, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         decay_toward_avx2(th, th0, q, n);
         return;
     }
@@ -775,11 +788,12 @@ void kern_decay_toward(float* th, const float* th0, float q, int n) {
 
 void kern_add(float* y, const float* a, const float* b, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         add_avx512(y, a, b, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         add_avx2(y, a, b, n);
         return;
     }
@@ -789,11 +803,12 @@ void kern_add(float* y, const float* a, const float* b, int n) {
 
 void kern_add3(float* y, const float* a, const float* b, const float* c, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 3) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
         add3_avx512(y, a, b, c, n);
         return;
     }
-    if (KERN_LEVEL() >= 2) {
+    if (lvl >= 2) {
         add3_avx2(y, a, b, c, n);
         return;
     }

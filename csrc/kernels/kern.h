@@ -96,6 +96,12 @@ float kern_quant_max(const float* z, int n);
  * step is exact, so u is the scalar truncation.  Any n >= 0. */
 uint64_t kern_exp_u40(uint32_t* ebits, const float* z, float m, int n);
 
+/* The quantiser's second pass, in place: f[i] holds the bits of e_i (from kern_exp_u40) on entry and
+ * f_i = 1 + floor(u_i * M / 2^64) on return (u_i as in kern_exp_u40; M < 2^56); returns F = Σ f_i (the
+ * caller guarantees F <= 2^30).  Exact integer arithmetic in 32x32 -> 64-bit pieces (u = hi*2^20 + lo,
+ * M = Mh*2^32 + Ml): the same value on every path and no 128-bit type.  Any n >= 0. */
+uint32_t kern_u40_scale(uint32_t* f, uint64_t M, int n);
+
 /* u = (uint64)(e * 2^40) truncated; 2^40 if e >= 1; 0 if e is NaN or <= 0 (the quantiser's u_i). */
 static inline uint64_t kern_to_u40(float e) {
     if (!(e > 0.0f)) return 0; /* NaN, 0, negative */

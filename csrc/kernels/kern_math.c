@@ -276,6 +276,29 @@ static uint64_t exp_u40_scalar(uint32_t* ebits, const float* z, float m, int n) 
 
 static inline int finite_f(float x) { return x - x == 0.0f; }
 
+/* 1 + floor(u*M / 2^64) with u <= 2^40, M < 2^56, from the products of hi = u >> 20, lo = u mod 2^20 with
+ * Mh = M >> 32, Ml = M mod 2^32 (each below 2^64):  u*M = A*2^52 + B*2^32 + C*2^20 + D, A = hi*Mh, B = lo*Mh,
+ * C = hi*Ml, D = lo*Ml;  floor(u*M/2^32) = A*2^20 + B + (C >> 12) + ((C mod 2^12)*2^20 + D) >> 32 (< 2^64);
+ * then >> 32 again. */
+static inline uint32_t scale_u40(uint64_t u, uint64_t Mh, uint64_t Ml) {
+    uint64_t hi = u >> 20, lo = u & 0xFFFFFu;
+    uint64_t A = hi * Mh, B = lo * Mh, C = hi * Ml, D = lo * Ml;
+    uint64_t Q = (A << 20) + B + (C >> 12) + ((((C & 0xFFFu) << 20) + D) >> 32);
+    return 1u + (uint32_t)(Q >> 32);
+}
+
+static uint32_t u40_scale_scalar(uint32_t* f, uint64_t M, int n) {
+    uint64_t Mh = M >> 32, Ml = M & 0xFFFFFFFFu;
+    uint32_t F = 0;
+    for (int i = 0; i < n; i++) {
+        float e;
+        memcpy(&e, &f[i], 4);
+        f[i] = scale_u40(kern_to_u40(e), Mh, Ml);
+        F += f[i];
+    }
+    return F;
+}
+
 #if KERN_X86
 /* Max of the non-NaN elements (-inf if none): max_ps(v, acc) returns acc when v is NaN. */
 static float max_nonnan_sse2(const float* z, int n) {
@@ -420,6 +443,45 @@ __attribute__((target("avx512f"))) static int div_avx512(float* p, const float* 
     return i + div_avx2(p + i, e + i, S, n - i);
 }
 
+/* scale_u40 on W lanes: hi, lo from U40_SPLIT (32-bit lanes); even and odd lanes through mul_epu32 (64-bit
+ * lanes), then the results packed back into 32-bit lanes; F summed in 32-bit lanes (partial sums <= F). */
+#define U40_SCALE_BODY(PS, SI, pre, sfx, W, SET64)                                                    \
+    SI vmh = SET64((long long)(M >> 32)), vml = SET64((long long)(M & 0xFFFFFFFFu));                  \
+    SI m12 = SET64(0xFFF), lo32 = SET64(0xFFFFFFFFll), one = pre##_set1_epi32(1);                     \
+    SI acc = pre##_setzero_##sfx();                                                                   \
+    int i = 0;                                                                                        \
+    for (; i + W <= n; i += W) {                                                                      \
+        PS e = pre##_loadu_ps((const float*)(f + i));                                                 \
+        U40_SPLIT(PS, SI, pre)                                                                        \
+        SI r[2];                                                                                      \
+        for (int h = 0; h < 2; h++) {                                                                 \
+            SI vh = h ? pre##_srli_epi64(hi, 32) : hi, vl = h ? pre##_srli_epi64(lo, 32) : lo;        \
+            SI A = pre##_mul_epu32(vh, vmh), B = pre##_mul_epu32(vl, vmh);                            \
+            SI C = pre##_mul_epu32(vh, vml), D = pre##_mul_epu32(vl, vml);                            \
+            SI t = pre##_add_epi64(pre##_slli_epi64(pre##_and_##sfx(C, m12), 20), D);                 \
+            SI Q = pre##_add_epi64(pre##_add_epi64(pre##_slli_epi64(A, 20), B),                       \
+                                   pre##_add_epi64(pre##_srli_epi64(C, 12), pre##_srli_epi64(t, 32))); \
+            r[h] = pre##_srli_epi64(Q, 32);                                                           \
+        }                                                                                             \
+        SI fv = pre##_add_epi32(pre##_or_##sfx(pre##_and_##sfx(r[0], lo32), pre##_slli_epi64(r[1], 32)), one); \
+        pre##_storeu_##sfx((void*)(f + i), fv);                                                       \
+        acc = pre##_add_epi32(acc, fv);                                                               \
+    }                                                                                                 \
+    uint32_t lanes[W], F = 0;                                                                         \
+    pre##_storeu_##sfx((void*)lanes, acc);                                                            \
+    for (int j = 0; j < W; j++) F += lanes[j];                                                        \
+    return F + u40_scale_scalar(f + i, M, n - i);
+
+static uint32_t u40_scale_sse2(uint32_t* f, uint64_t M, int n) { U40_SCALE_BODY(__m128, __m128i, _mm, si128, 4, _mm_set1_epi64x) }
+
+__attribute__((target("avx2"))) static uint32_t u40_scale_avx2(uint32_t* f, uint64_t M, int n) {
+    U40_SCALE_BODY(__m256, __m256i, _mm256, si256, 8, _mm256_set1_epi64x)
+}
+
+__attribute__((target("avx512f"))) static uint32_t u40_scale_avx512(uint32_t* f, uint64_t M, int n) {
+    U40_SCALE_BODY(__m512, __m512i, _mm512, si512, 16, _mm512_set1_epi64)
+}
+
 /* p[i] = kern_exp(z[i] - m) */
 static void exp_sub_vec(float* p, const float* z, float m, int n, int lvl) {
     int i = 0;
@@ -455,6 +517,16 @@ uint64_t kern_exp_u40(uint32_t* ebits, const float* z, float m, int n) {
     if (lvl >= 1) return exp_u40_sse2(ebits, z, m, n);
 #endif
     return exp_u40_scalar(ebits, z, m, n);
+}
+
+uint32_t kern_u40_scale(uint32_t* f, uint64_t M, int n) {
+#if KERN_X86
+    int lvl = kern_simd_level();
+    if (lvl >= 3) return u40_scale_avx512(f, M, n);
+    if (lvl >= 2) return u40_scale_avx2(f, M, n);
+    if (lvl >= 1) return u40_scale_sse2(f, M, n);
+#endif
+    return u40_scale_scalar(f, M, n);
 }
 
 /* S = Σ e ascending (sequential: part of the bits), p = e / S, p[target] -= 1. */
