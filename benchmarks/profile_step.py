@@ -258,9 +258,19 @@ def run_mode(valgrind, path, nbytes, adapt, simd_cap, tmp, reuse=False):
         sys.stderr.write(p.stderr[-3000:])
         raise SystemExit(f"profile_step: the callgrind run failed (exit {p.returncode})")
     info = json.loads(p.stdout.strip().splitlines()[-1])
+    info["rev"] = git_rev()
     with open(out + ".json", "w") as f:
         json.dump(info, f)
     return info, Profile(out)
+
+
+def git_rev():
+    """The checkout's commit, with '+' when csrc/ has changes not committed."""
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "csrc"], capture_output=True,
+                           text=True).stdout.strip()
+    return rev + ("+" if dirty else "")
 
 
 def c_line(path_base, line, src_root=None):
@@ -303,8 +313,6 @@ def main(argv=None):
             print(f"profile_step: cannot find {a.file} (set NLMCODEC_CORPUS)", file=sys.stderr)
             return 2
         path = hits[0]
-    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         if a.keep:
@@ -313,6 +321,7 @@ def main(argv=None):
             info, prof = run_mode(valgrind, path, a.bytes, int(mode == "dynamic"), a.simd_cap, a.keep or tmp,
                                   a.reuse and bool(a.keep))
             results[mode] = (info, prof, *attribute(prof, a.src))
+    rev = results[a.modes[0]][0].get("rev", "?")   # the code that was profiled (kept with --keep)
     lines = []
     title = f"## {a.label}: " if a.label else "## "
     lines.append(f"{title}{os.path.basename(path)}, first {a.bytes} bytes, default model (commit {rev}, "
