@@ -196,7 +196,10 @@ def test_quantiser_and_glue_kernels_bit_identical(exes, tmp_path, kind, n):
     o = 12 + 4 * n
     freqs = np.frombuffer(out[o:o + 4 * (n + 1)], np.uint32)
     o += 4 * (n + 1)
-    sx, se, add, add3, upd = np.frombuffer(out[o:], f32).reshape(5, n)
+    sx, se, add, add3, upd = np.frombuffer(out[o:o + 20 * n], f32).reshape(5, n)
+    dh, gb, pp = np.split(np.frombuffer(out[o + 20 * n:], f32), [80, 80 + 2 * n])
+    assert dh[:40].tobytes() == dh[40:].tobytes()       # fused head == its three steps
+    assert gb[:n].tobytes() == gb[n:].tobytes() and pp[:n].tobytes() == pp[n:].tobytes()
     # the definitions, in numpy
     finite = z[~np.isnan(z)]
     if np.isfinite(m):

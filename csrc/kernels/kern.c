@@ -815,3 +815,9 @@ void kern_add3(float* y, const float* a, const float* b, const float* c, int n) 
 #endif
     add3_scalar(y, a, b, c, n);
 }
+
+void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target) {
+    kern_softmax_xent(p, z, n, target);
+    kern_add(gb, gb, p, n);
+    kern_matvec_t_acc(dh, W, p, n, H);
+}

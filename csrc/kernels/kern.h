@@ -128,6 +128,11 @@ void kern_softmax_xent(float* p, const float* z, int n, int target);
  * m (finite logits: the quantiser's max and the backward's max are the same value).  p may equal e. */
 void kern_softmax_e(float* p, const float* e, int n, int target);
 
+/* One output head of the backward, fused: kern_softmax_xent(p, z, n, target); gb[j] = gb[j] + p[j] (j < n);
+ * dh += W[n][H]ᵀ · p (kern_matvec_t_acc, rows ascending).  The same bits as those three steps in that order
+ * (elman.c's class, word, case and gap heads).  p must not alias z, W, dh or gb. */
+void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target);
+
 /* Dynamic-evaluation update of n scattered single parameters (the one-float bias rows bo[r]):
  * for i < n: j = idx[i]; if q[i] >= 0: th[j] = th0[j] + (th[j] - th0[j])*q[i] (the lazy decay catch-up);
  * then the kern_sgd_decay step on th[j] with gradient g[i].  Bit-identical to n calls of kern_decay_sgd /

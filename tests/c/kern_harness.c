@@ -14,7 +14,9 @@
  *              quant_freqs(z) [n + 1 words: F then f], kern_softmax_xent(z, target n/2) [n],
  *              kern_softmax_e(ebits as floats, target n/2) [n], kern_add(z, z reversed) [n],
  *              kern_add3(z, reversed, z) [n], kern_sgd_decay_idx on th = z reversed, th0 = z, rows 0, 2, 4, ...
- *              (g = z, q = z clipped to [-1, 1]; step 0.5, decay 0.01, lim 0.25) [n]
+ *              (g = z, q = z clipped to [-1, 1]; step 0.5, decay 0.01, lim 0.25) [n],
+ *              kern_head_backward (H = 40, target n/3) then the same by its three steps: dh [2*40],
+ *              gb [2*n], p [2*n]
  * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
  */
 #include <stdint.h>
@@ -128,6 +130,23 @@ int main(int argc, char** argv) {
         memcpy(y, r, (size_t)n * 4);
         kern_sgd_decay_idx(y, z, z, idx, q, 0.5f, 0.01f, 0.25f, k);
         fwrite(y, 4, n, o);
+        /* the fused head, and its three steps one by one */
+        enum { HH = 40 };
+        float *Wh = malloc((size_t)n * HH * 4), dh[2][HH], *gb = malloc((size_t)n * 8), *pp = malloc((size_t)n * 8);
+        /* finite weights (the model's are): with NaN on both sides of a product the paths may keep the
+         * payload of either operand (scalar d*W, SIMD W*d), a difference no finite input can show */
+        for (int i = 0; i < n * HH; i++) Wh[i] = (float)((i * 7) % 13 - 6) * 0.125f;
+        for (int v = 0; v < 2; v++) {
+            for (int j = 0; j < HH; j++) dh[v][j] = r[j % n];
+            for (int j = 0; j < n; j++) gb[(size_t)v * n + j] = r[j];
+        }
+        kern_head_backward(dh[0], gb, pp, z, Wh, n, HH, n / 3);
+        kern_softmax_xent(pp + n, z, n, n / 3);
+        kern_add(gb + n, gb + n, pp + n, n);
+        kern_matvec_t_acc(dh[1], Wh, pp + n, n, HH);
+        fwrite(dh, 4, 2 * HH, o);
+        fwrite(gb, 4, (size_t)n * 2, o);
+        fwrite(pp, 4, (size_t)n * 2, o);
     } else {
         die("unknown op");
     }
