@@ -1,5 +1,7 @@
-"""Kernel bit-identity and accuracy (csrc/kernels): the dispatching -O2 build (AVX2, and SSE2 forced) must
-give the bits of the -O0 -DNLM_NO_SIMD scalar build; kern_exp within 2 ulp of exp, kern_tanh close to tanh."""
+"""Kernel bit-identity and accuracy (csrc/kernels): the dispatching -O2 build (its best path: AVX-512 here,
+and every lower path forced: AVX2, SSE2, scalar) must give the bits of the -O0 -DNLM_NO_SIMD scalar build;
+kern_exp within 2 ulp of exp, kern_tanh close to tanh; the quantiser and glue kernels equal their
+definitions."""
 from __future__ import annotations
 
 import pathlib
@@ -29,6 +31,37 @@ def run(exe, op, payload: bytes, tmp: pathlib.Path, cap=None) -> bytes:
     return fout.read_bytes()
 
 
+CAPS = (None, 3, 2, 1, 0)   # the best path, then each level forced (3 AVX-512, 2 AVX2, 1 SSE2, 0 scalar)
+
+
+def all_paths_equal(exes, op, payload, tmp):
+    """The scalar reference's output, after checking that every path of the SIMD build and the scalar -O2
+    build give the same bytes."""
+    ref = run(exes["ref"], op, payload, tmp)
+    assert run(exes["scalar_o2"], op, payload, tmp) == ref
+    for cap in CAPS:
+        assert run(exes["simd"], op, payload, tmp, cap=cap) == ref, f"simd cap {cap} differs"
+    return ref
+
+
+def test_best_path_is_used(exes, tmp_path):
+    """On a CPU with AVX-512F the dispatcher picks level 3 (so the tests above exercise it); caps lower it."""
+    x = np.arange(16, dtype=np.float32)
+    fin = tmp_path / "m.in"
+    fin.write_bytes(np.array([16], np.int32).tobytes() + x.tobytes())
+    def level(cap, env=None):
+        cmd = [str(exes["simd"]), "math", str(fin), str(tmp_path / "m.out")] + ([str(cap)] if cap is not None else [])
+        p = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+        return int(p.stderr.split("simd_level=")[1])
+    flags = pathlib.Path("/proc/cpuinfo").read_text() if pathlib.Path("/proc/cpuinfo").exists() else ""
+    best = 3 if " avx512f" in flags else 2 if " avx2" in flags else 1
+    assert level(None) == best
+    for cap in range(best + 1):
+        assert level(cap) == cap
+    import os
+    assert level(None, env={**os.environ, "NLMCODEC_SIMD_CAP": "1"}) == 1
+
+
 def special_floats(rng, n):
     x = rng.standard_normal(n).astype(np.float32)
     pick = rng.integers(0, 10, n)
@@ -51,12 +84,7 @@ def test_linear_kernels_bit_identical(exes, tmp_path, rows, cols):
     y0 = special_floats(rng, cols)
     payload = np.array([rows, cols], np.int32).tobytes() + W.tobytes() + x.tobytes() + d.tobytes() \
         + y0.tobytes()
-    ref = run(exes["ref"], "lin", payload, tmp_path)
-    simd = run(exes["simd"], "lin", payload, tmp_path)
-    sse = run(exes["simd"], "lin", payload, tmp_path, cap=1)
-    assert run(exes["scalar_o2"], "lin", payload, tmp_path) == ref
-    assert simd == ref
-    assert sse == ref
+    ref = all_paths_equal(exes, "lin", payload, tmp_path)
     # the scalar reference itself: matvec == dot per row, and both equal the canonical order in numpy
     out = np.frombuffer(ref, np.float32)
     mv, dots = out[:rows], out[rows:2 * rows]
@@ -109,10 +137,7 @@ def math_inputs():
 def test_math_nan_inf_bit_identical(exes, tmp_path):
     x = np.array([np.nan, -np.nan, np.inf, -np.inf, 3.0, np.nan, 1.0, -2.0, np.inf], np.float32)
     payload = np.array([len(x)], np.int32).tobytes() + x.tobytes()
-    ref = run(exes["ref"], "math", payload, tmp_path)
-    assert run(exes["simd"], "math", payload, tmp_path) == ref
-    assert run(exes["simd"], "math", payload, tmp_path, cap=1) == ref
-    assert run(exes["scalar_o2"], "math", payload, tmp_path) == ref
+    ref = all_paths_equal(exes, "math", payload, tmp_path)
     out = np.frombuffer(ref, np.float32).reshape(4, len(x))
     assert np.all(np.isfinite(out))   # NaN -> exp(88), tanh(±9): the quantiser never sees a NaN
 
@@ -121,12 +146,7 @@ def test_math_bit_identical_and_accurate(exes, tmp_path):
     x = math_inputs()
     n = len(x)
     payload = np.array([n], np.int32).tobytes() + x.tobytes()
-    ref = run(exes["ref"], "math", payload, tmp_path)
-    simd = run(exes["simd"], "math", payload, tmp_path)
-    sse = run(exes["simd"], "math", payload, tmp_path, cap=1)
-    assert run(exes["scalar_o2"], "math", payload, tmp_path) == ref
-    assert simd == ref
-    assert sse == ref
+    ref = all_paths_equal(exes, "math", payload, tmp_path)
     out = np.frombuffer(ref, np.float32).reshape(4, n)
     assert out[0].tobytes() == out[1].tobytes()   # vector == scalar form
     assert out[2].tobytes() == out[3].tobytes()
@@ -142,3 +162,108 @@ def test_math_bit_identical_and_accurate(exes, tmp_path):
     assert np.max(np.abs(t - exact_t)) < 2e-7
     assert np.all(np.abs(t) <= 1.0)
     assert np.signbit(out[2][1]) and not np.signbit(out[2][0])   # tanh(-0) = -0, tanh(+0) = +0
+
+
+def glue_inputs(kind, n, seed):
+    rng = np.random.default_rng(seed)
+    z = (rng.standard_normal(n) * 4).astype(np.float32)   # logits
+    if kind == "special":
+        pick = rng.integers(0, 12, n)
+        z[pick == 0] = 0.0
+        z[pick == 1] = -0.0
+        z[pick == 2] = np.nan
+        z[pick == 3] = -np.inf
+        z[pick == 4] = -200.0                              # exp clamps at -87
+    elif kind == "nonfinite":
+        z[n // 3] = np.inf                                 # the max is not finite: the scalar fallback
+        z[0] = np.nan
+    elif kind == "zeros":
+        z[:] = 0.0
+        z[::3] = -0.0                                      # a zero maximum of either sign
+    return z
+
+
+@pytest.mark.parametrize("kind", ["plain", "special", "nonfinite", "zeros"])
+@pytest.mark.parametrize("n", [4, 8, 19, 192, 1000, 70_000])
+def test_quantiser_and_glue_kernels_bit_identical(exes, tmp_path, kind, n):
+    z = glue_inputs(kind, n, n * 7 + len(kind))
+    payload = np.array([n], np.int32).tobytes() + z.tobytes()
+    out = all_paths_equal(exes, "glue", payload, tmp_path)
+    f32 = np.float32
+    m = np.frombuffer(out[:4], f32)[0]
+    S = int(np.frombuffer(out[4:12], np.uint64)[0])
+    e = np.frombuffer(out[12:12 + 4 * n], f32)
+    o = 12 + 4 * n
+    freqs = np.frombuffer(out[o:o + 4 * (n + 1)], np.uint32)
+    o += 4 * (n + 1)
+    sx, se, add, add3, upd = np.frombuffer(out[o:o + 20 * n], f32).reshape(5, n)
+    dh, gb, pp = np.split(np.frombuffer(out[o + 20 * n:], f32), [80, 80 + 2 * n])
+    assert dh[:40].tobytes() == dh[40:].tobytes()       # fused head == its three steps
+    assert gb[:n].tobytes() == gb[n:].tobytes() and pp[:n].tobytes() == pp[n:].tobytes()
+    # the definitions, in numpy
+    finite = z[~np.isnan(z)]
+    if np.isfinite(m):
+        assert m == finite.max()
+    u = np.where(e >= 1, 2.0 ** 40, np.floor(e.astype(np.float64) * 2.0 ** 40)).astype(np.uint64)
+    assert S == int(u.sum(dtype=np.uint64))
+    assert freqs[0] == freqs[1:].sum() and freqs[1:].min() >= 1 and freqs[0] <= 1 << 30
+    # quant_freqs (codec/FORMAT.md §4) in Python integers, from the kernel's e_i
+    if S >= 1 << 39:
+        M = ((1 << 30) - n << 64) // S
+        want_f = [1 + ((int(v) * M) >> 64) for v in u]
+        assert freqs[1:].tolist() == want_f
+    else:
+        assert freqs[1:].tolist() == [1] * n
+    with np.errstate(all="ignore"):
+        assert add.tobytes() == (z + z[::-1]).tobytes()
+        assert add3.tobytes() == ((z + z[::-1]) + z).tobytes()
+        if np.isfinite(z).all() and kind != "nonfinite":
+            assert sx.tobytes() == se.tobytes()   # from logits == from the quantiser's exps
+            Ssum = f32(0)
+            for v in e:
+                Ssum = f32(Ssum + v)
+            want = (e / Ssum).astype(f32)
+            want[n // 2] = f32(want[n // 2] - f32(1))
+            assert want.tobytes() == se.tobytes()
+        th, th0 = z[::-1].copy(), z
+        for k, i in enumerate(range(0, n, 2)):   # row i, gradient g[k] = z[k]
+            q = min(max(z[i], f32(-1)), f32(1))
+            t = th[i]
+            if q >= 0:
+                t = f32(th0[i] + f32(f32(t - th0[i]) * q))
+            s_ = f32(f32(0.5) * z[k])
+            s_ = s_ if s_ < f32(0.25) else f32(0.25)
+            s_ = s_ if s_ > f32(-0.25) else f32(-0.25)
+            th[i] = f32(f32(t - s_) + f32(f32(0.01) * f32(th0[i] - t)))
+        assert th.tobytes() == upd.tobytes()
+
+
+GOLDEN_CHILD = r"""
+import json, sys
+from pathlib import Path
+import nlmcodec
+vec = Path(sys.argv[1])
+man = json.loads((vec / "MANIFEST.json").read_text())
+done = 0
+for name, entry in sorted(man.items()):
+    raw, frame = (vec / f"{name}.raw").read_bytes(), (vec / f"{name}.nlm").read_bytes()
+    assert nlmcodec.decompress(frame) == raw, name
+    if entry["reencode"] and entry["model"] and entry["format_version"] == nlmcodec.FORMAT_VERSION \
+            and entry["model"] in nlmcodec._bundled_files():
+        m = nlmcodec.load_model(entry["model"])
+        assert nlmcodec.compress(raw, model=m, adapt=entry["adapt"], check=entry["check"]) == frame, name
+        done += 1
+print(done)
+"""
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3])
+def test_golden_vectors_under_every_simd_cap(cap):
+    """Every ok golden vector decodes, and the model-coded ones re-encode byte for byte, with the codec's
+    SIMD level forced by NLMCODEC_SIMD_CAP (0 scalar .. 3 AVX-512; a level above the CPU's best is its best)."""
+    import os
+    vec = pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors" / "ok"
+    env = {**os.environ, "NLMCODEC_SIMD_CAP": str(cap)}
+    p = subprocess.run([sys.executable, "-c", GOLDEN_CHILD, str(vec)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert int(p.stdout.strip()) >= 2   # model-coded vectors were re-encoded, static and dynamic

@@ -1,35 +1,20 @@
 /* coder/quant.c: the one float -> integer frequency conversion (codec/FORMAT.md §4).
  *
  * Owns quant_freqs.  Shapes: z[n] logits in, f[n] frequencies out (n = C classes, a class's words, 4 cases
- * or 8 gaps).  kern_exp is the format's exp polynomial (csrc/kernels); no libm.
+ * or 8 gaps).  The max, the exp/sum pass and the scaling pass are kernels (kern_quant_max, kern_exp_u40,
+ * kern_u40_scale: the format's exp polynomial and exact integer pieces, SIMD with the scalar bits); the
+ * total and the division stay here; no libm.
  */
 #include "coder/quant.h"
 
 #include "kernels/kern.h"
 
-#include <string.h>
-
-static inline uint64_t to_u(float e) {
-    if (!(e > 0.0f)) return 0; /* NaN, 0, negative */
-    if (e >= 1.0f) return 1ull << 40;
-    return (uint64_t)(e * 1099511627776.0f); /* e * 2^40 is exact; truncation */
-}
-
 uint32_t quant_freqs(uint32_t* f, const float* z, int n) {
     if (n <= 0 || n >= (1 << 24)) return 0;
     /* m = max z (a NaN never wins a > comparison; exact and order-free) */
-    float m = z[0];
-    for (int i = 1; i < n; i++)
-        if (z[i] > m || m != m) m = z[i];
-    /* pass 1: u_i, kept as the float e_i in f[i]'s bits (same size) to avoid a second exp */
-    uint64_t S = 0;
-    for (int i = 0; i < n; i++) {
-        float e = kern_exp(z[i] - m);
-        uint32_t bits;
-        memcpy(&bits, &e, 4);
-        f[i] = bits;
-        S += to_u(e);
-    }
+    float m = kern_quant_max(z, n);
+    /* pass 1 (vectorised in csrc/kernels): S = Σ u_i, the float e_i kept in f[i]'s bits to avoid a second exp */
+    uint64_t S = kern_exp_u40(f, z, m, n);
     unsigned __int128 num = (unsigned __int128)(QUANT_T - (uint32_t)n) << 64;
     uint32_t F = 0;
     if (S < (1ull << 39)) {
@@ -38,12 +23,7 @@ uint32_t quant_freqs(uint32_t* f, const float* z, int n) {
         return (uint32_t)n;
     }
     uint64_t M = (uint64_t)(num / S);
-    for (int i = 0; i < n; i++) {
-        float e;
-        uint32_t bits = f[i];
-        memcpy(&e, &bits, 4);
-        f[i] = 1 + (uint32_t)(((unsigned __int128)to_u(e) * M) >> 64);
-        F += f[i];
-    }
+    /* pass 2 (vectorised in csrc/kernels): f_i = 1 + floor(u_i * M / 2^64), exact integer pieces */
+    F = kern_u40_scale(f, M, n);
     return F;
 }

@@ -1,10 +1,11 @@
 /* kern.c: dot, matvec and the elementwise backward/update kernels (see kern.h for the contracts).
  *
  * Owns the 16-lane canonical reduction order of codec/FORMAT.md §2 in three implementations: the scalar
- * reference (the definition), SSE2 (four 4-lane registers = lanes 0-3, 4-7, 8-11, 12-15) and AVX2 (two
- * 8-lane registers = lanes 0-7, 8-15), selected at run time.  The SIMD paths use mul then add (never FMA)
- * and the same pairwise tree (+8, +4, +2, +1), so they give the scalar bits.  Elementwise kernels
- * (axpy, outer products, the update) are exact at any width.  NLM_NO_SIMD builds the scalar code only.
+ * reference (the definition), SSE2 (four 4-lane registers = lanes 0-3, 4-7, 8-11, 12-15), AVX2 (two
+ * 8-lane registers = lanes 0-7, 8-15) and AVX-512F (one 16-lane register = the 16 lanes), selected at run
+ * time.  The SIMD paths use mul then add (never FMA) and the same pairwise tree (+8, +4, +2, +1), so they
+ * give the scalar bits.  Elementwise kernels (axpy, adds, outer products, the update) are exact at any
+ * width.  NLM_NO_SIMD builds the scalar code only.
  */
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -13,6 +14,7 @@
 #include "kern.h"
 
 #include <stddef.h>
+#include <stdlib.h> /* getenv: NLMCODEC_SIMD_CAP */
 #include <string.h>
 
 #if !defined(NLM_NO_SIMD) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
@@ -104,18 +106,58 @@ static void decay_toward_scalar(float* th, const float* th0, float q, int n) {
     }
 }
 
+static void add_scalar(float* y, const float* a, const float* b, int n) {
+    for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static void add3_scalar(float* y, const float* a, const float* b, const float* c, int n) {
+    for (int i = 0; i < n; i++) {
+        float s = a[i] + b[i];
+        y[i] = s + c[i];
+    }
+}
+
+void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32_t* idx, const float* q,
+                        float step, float decay, float lim, int n) {
+    /* one call per element of the same scalar code kern_decay_sgd / kern_sgd_decay run on n = 1 */
+    for (int i = 0; i < n; i++) {
+        size_t j = (size_t)idx[i];
+        if (q[i] >= 0.0f)
+            decay_sgd_scalar(th + j, th0 + j, g + i, q[i], step, decay, lim, 1);
+        else
+            sgd_decay_scalar(th + j, th0 + j, g + i, step, decay, lim, 1);
+    }
+}
+
 /* ---- x86 SIMD paths ---- */
 #if KERN_X86
 
-static int g_level_cap = 2;
+static int g_level_cap = 3;
+static int g_level = -1; /* cached kern_simd_level; -1 = not computed */
 
-int kern_simd_level(void) {
+static int simd_level_raw(void) {
     int lvl = 1; /* SSE2 is baseline on x86-64 */
     if (__builtin_cpu_supports("avx2")) lvl = 2;
+    if (lvl == 2 && __builtin_cpu_supports("avx512f")) lvl = 3;
+    const char* env = getenv("NLMCODEC_SIMD_CAP");
+    if (env && env[0] >= '0' && env[0] <= '9' && env[0] - '0' < lvl) lvl = env[0] - '0';
     return lvl < g_level_cap ? lvl : g_level_cap;
 }
 
-void kern_set_simd_cap(int cap) { g_level_cap = cap; }
+/* The dispatchers read the cached level inline (kern_simd_level is exported, so a PIC build would call it
+ * through the PLT). */
+static inline int level_cached(void) {
+    int l = g_level;
+    if (l < 0) g_level = l = simd_level_raw(); /* a benign race: every thread computes the same value */
+    return l;
+}
+
+int kern_simd_level(void) { return level_cached(); }
+
+void kern_set_simd_cap(int cap) {
+    g_level_cap = cap;
+    g_level = -1;
+}
 
 /* SSE2: r0..r3 hold lanes 0-3, 4-7, 8-11, 12-15.  +8: r0+=r2, r1+=r3; +4: r0+=r1; +2: movehl; +1. */
 static inline float sse_reduce16(__m128 r0, __m128 r1, __m128 r2, __m128 r3) {
@@ -222,14 +264,15 @@ __attribute__((target("avx2"))) static void axpy_avx2(float* y, float a, const f
 }
 
 /* y[k] += sum_r W[r][k]*d[r], r ascending, 32 columns kept in registers while r runs. */
+/* ld: the row stride of W (cols for a whole matrix; the AVX-512 form passes its tail columns). */
 __attribute__((target("avx2"))) static void matvec_t_acc_avx2(float* y, const float* W, const float* d, int rows,
-                                                              int cols) {
+                                                              int cols, int ld) {
     int k = 0;
     for (; k + 32 <= cols; k += 32) {
         __m256 y0 = _mm256_loadu_ps(y + k), y1 = _mm256_loadu_ps(y + k + 8);
         __m256 y2 = _mm256_loadu_ps(y + k + 16), y3 = _mm256_loadu_ps(y + k + 24);
         for (int r = 0; r < rows; r++) {
-            const float* w = W + (size_t)r * cols + k;
+            const float* w = W + (size_t)r * ld + k;
             __m256 dr = _mm256_set1_ps(d[r]);
             y0 = _mm256_add_ps(y0, _mm256_mul_ps(_mm256_loadu_ps(w), dr));
             y1 = _mm256_add_ps(y1, _mm256_mul_ps(_mm256_loadu_ps(w + 8), dr));
@@ -244,25 +287,26 @@ __attribute__((target("avx2"))) static void matvec_t_acc_avx2(float* y, const fl
     for (; k + 8 <= cols; k += 8) {
         __m256 y0 = _mm256_loadu_ps(y + k);
         for (int r = 0; r < rows; r++)
-            y0 = _mm256_add_ps(y0, _mm256_mul_ps(_mm256_loadu_ps(W + (size_t)r * cols + k), _mm256_set1_ps(d[r])));
+            y0 = _mm256_add_ps(y0, _mm256_mul_ps(_mm256_loadu_ps(W + (size_t)r * ld + k), _mm256_set1_ps(d[r])));
         _mm256_storeu_ps(y + k, y0);
     }
     for (; k < cols; k++) {
         float acc = y[k];
         for (int r = 0; r < rows; r++) {
-            float p = W[(size_t)r * cols + k] * d[r];
+            float p = W[(size_t)r * ld + k] * d[r];
             acc = acc + p;
         }
         y[k] = acc;
     }
 }
 
+/* k0: the first column to do (0; the AVX-512 form passes its tail). */
 __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const float* const* d,
                                                                const float* const* x, int T, int rows, int cols,
-                                                               int zero_first) {
+                                                               int zero_first, int k0) {
     for (int r = 0; r < rows; r++) {
         float* g = G + (size_t)r * cols;
-        int k = 0;
+        int k = k0;
         for (; k + 32 <= cols; k += 32) {
             __m256 g0, g1, g2, g3;
             if (zero_first) {
@@ -360,7 +404,198 @@ __attribute__((target("avx2,f16c"))) static int half_to_float_f16c(float* y, con
     return (int)(n - i);
 }
 
-#define KERN_LEVEL() kern_simd_level()
+__attribute__((target("avx2"))) static void add_avx2(float* y, const float* a, const float* b, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    add_scalar(y + i, a + i, b + i, n - i);
+}
+
+__attribute__((target("avx2"))) static void add3_avx2(float* y, const float* a, const float* b, const float* c,
+                                                      int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+        _mm256_storeu_ps(y + i, _mm256_add_ps(t, _mm256_loadu_ps(c + i)));
+    }
+    add3_scalar(y + i, a + i, b + i, c + i, n - i);
+}
+
+/* ---- AVX-512F: one __m512 is the 16 canonical lanes ---- */
+
+/* +8: lo256 + hi256; then the AVX2 tree (+4: lo128 + hi128; +2: movehl; +1: shuffle). */
+__attribute__((target("avx512f"))) static inline float avx512_reduce16(__m512 v) {
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 s = _mm256_add_ps(lo, hi);
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 0x55));
+    return _mm_cvtss_f32(t);
+}
+
+/* 4 rows at a time, one register per row; LOAD16 gives 16 weights as __m512 (binary16: exact conversion). */
+#define MATVEC_AVX512_BODY(WT, LOAD16)                                                               \
+    int r = 0;                                                                                       \
+    for (; r + 4 <= rows; r += 4) {                                                                  \
+        const WT* w0 = W + (size_t)r * cols;                                                         \
+        const WT* w1 = w0 + cols;                                                                    \
+        const WT* w2 = w1 + cols;                                                                    \
+        const WT* w3 = w2 + cols;                                                                    \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                  \
+        for (int i = 0; i < cols; i += 16) {                                                         \
+            __m512 xv = _mm512_loadu_ps(x + i);                                                      \
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(LOAD16(w0 + i), xv));                               \
+            a1 = _mm512_add_ps(a1, _mm512_mul_ps(LOAD16(w1 + i), xv));                               \
+            a2 = _mm512_add_ps(a2, _mm512_mul_ps(LOAD16(w2 + i), xv));                               \
+            a3 = _mm512_add_ps(a3, _mm512_mul_ps(LOAD16(w3 + i), xv));                               \
+        }                                                                                            \
+        y[r] = avx512_reduce16(a0);                                                                  \
+        y[r + 1] = avx512_reduce16(a1);                                                              \
+        y[r + 2] = avx512_reduce16(a2);                                                              \
+        y[r + 3] = avx512_reduce16(a3);                                                              \
+    }                                                                                                \
+    for (; r < rows; r++) {                                                                          \
+        const WT* w0 = W + (size_t)r * cols;                                                         \
+        __m512 a0 = _mm512_setzero_ps();                                                             \
+        for (int i = 0; i < cols; i += 16)                                                           \
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(LOAD16(w0 + i), _mm512_loadu_ps(x + i)));           \
+        y[r] = avx512_reduce16(a0);                                                                  \
+    }
+
+__attribute__((target("avx512f"))) static void matvec_avx512(float* y, const float* W, const float* x, int rows,
+                                                             int cols) {
+    MATVEC_AVX512_BODY(float, _mm512_loadu_ps)
+}
+
+#define LOAD_HALF16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(p)))
+__attribute__((target("avx512f"))) static void matvec_h_avx512(float* y, const uint16_t* W, const float* x,
+                                                               int rows, int cols) {
+    MATVEC_AVX512_BODY(uint16_t, LOAD_HALF16)
+}
+
+/* Elementwise AVX-512 kernels: 16 lanes, the same operations as the scalar code; the tails run the AVX2
+ * form (itself exact), so every width gives the scalar bits. */
+__attribute__((target("avx512f"))) static void axpy_avx512(float* y, float a, const float* x, int n) {
+    __m512 va = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_mul_ps(va, _mm512_loadu_ps(x + i))));
+    axpy_avx2(y + i, a, x + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void add_avx512(float* y, const float* a, const float* b, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    add_avx2(y + i, a + i, b + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void add3_avx512(float* y, const float* a, const float* b,
+                                                           const float* c, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 t = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
+        _mm512_storeu_ps(y + i, _mm512_add_ps(t, _mm512_loadu_ps(c + i)));
+    }
+    add3_avx2(y + i, a + i, b + i, c + i, n - i);
+}
+
+/* y[k] += sum_r W[r][k]*d[r], r ascending, 64 columns in registers while r runs; tail columns by AVX2. */
+__attribute__((target("avx512f"))) static void matvec_t_acc_avx512(float* y, const float* W, const float* d,
+                                                                   int rows, int cols) {
+    int k = 0;
+    for (; k + 64 <= cols; k += 64) {
+        __m512 y0 = _mm512_loadu_ps(y + k), y1 = _mm512_loadu_ps(y + k + 16);
+        __m512 y2 = _mm512_loadu_ps(y + k + 32), y3 = _mm512_loadu_ps(y + k + 48);
+        for (int r = 0; r < rows; r++) {
+            const float* w = W + (size_t)r * cols + k;
+            __m512 dr = _mm512_set1_ps(d[r]);
+            y0 = _mm512_add_ps(y0, _mm512_mul_ps(_mm512_loadu_ps(w), dr));
+            y1 = _mm512_add_ps(y1, _mm512_mul_ps(_mm512_loadu_ps(w + 16), dr));
+            y2 = _mm512_add_ps(y2, _mm512_mul_ps(_mm512_loadu_ps(w + 32), dr));
+            y3 = _mm512_add_ps(y3, _mm512_mul_ps(_mm512_loadu_ps(w + 48), dr));
+        }
+        _mm512_storeu_ps(y + k, y0);
+        _mm512_storeu_ps(y + k + 16, y1);
+        _mm512_storeu_ps(y + k + 32, y2);
+        _mm512_storeu_ps(y + k + 48, y3);
+    }
+    if (k < cols) matvec_t_acc_avx2(y + k, W + k, d, rows, cols - k, cols);
+}
+
+__attribute__((target("avx512f"))) static void outer_acc_seq_avx512(float* G, const float* const* d,
+                                                                    const float* const* x, int T, int rows,
+                                                                    int cols, int zero_first) {
+    int k0 = cols & ~63;
+    for (int r = 0; r < rows; r++) {
+        float* g = G + (size_t)r * cols;
+        for (int k = 0; k < k0; k += 64) {
+            __m512 g0, g1, g2, g3;
+            if (zero_first) {
+                g0 = g1 = g2 = g3 = _mm512_setzero_ps();
+            } else {
+                g0 = _mm512_loadu_ps(g + k), g1 = _mm512_loadu_ps(g + k + 16);
+                g2 = _mm512_loadu_ps(g + k + 32), g3 = _mm512_loadu_ps(g + k + 48);
+            }
+            for (int i = 0; i < T; i++) {
+                __m512 dr = _mm512_set1_ps(d[i][r]);
+                const float* xi = x[i] + k;
+                g0 = _mm512_add_ps(g0, _mm512_mul_ps(dr, _mm512_loadu_ps(xi)));
+                g1 = _mm512_add_ps(g1, _mm512_mul_ps(dr, _mm512_loadu_ps(xi + 16)));
+                g2 = _mm512_add_ps(g2, _mm512_mul_ps(dr, _mm512_loadu_ps(xi + 32)));
+                g3 = _mm512_add_ps(g3, _mm512_mul_ps(dr, _mm512_loadu_ps(xi + 48)));
+            }
+            _mm512_storeu_ps(g + k, g0);
+            _mm512_storeu_ps(g + k + 16, g1);
+            _mm512_storeu_ps(g + k + 32, g2);
+            _mm512_storeu_ps(g + k + 48, g3);
+        }
+    }
+    if (k0 < cols) outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first, k0);
+}
+
+__attribute__((target("avx512f"))) static void decay_sgd_avx512(float* th, const float* th0, const float* g,
+                                                                float q, float step, float decay, float lim,
+                                                                int n) {
+    __m512 vq = _mm512_set1_ps(q), vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);
+    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 z = _mm512_loadu_ps(th0 + i);
+        __m512 a = _mm512_add_ps(z, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(th + i), z), vq));
+        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl);
+        __m512 u = _mm512_sub_ps(a, s);
+        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, _mm512_sub_ps(z, a))));
+    }
+    decay_sgd_avx2(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
+}
+
+__attribute__((target("avx512f"))) static void sgd_decay_avx512(float* th, const float* th0, const float* g,
+                                                                float step, float decay, float lim, int n) {
+    __m512 vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);
+    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 t = _mm512_loadu_ps(th + i);
+        __m512 dt = _mm512_sub_ps(_mm512_loadu_ps(th0 + i), t);
+        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl);
+        __m512 u = _mm512_sub_ps(t, s);
+        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, dt)));
+    }
+    sgd_decay_avx2(th + i, th0 + i, g + i, step, decay, lim, n - i);
+}
+
+__attribute__((target("avx512f"))) static void decay_toward_avx512(float* th, const float* th0, float q, int n) {
+    __m512 vq = _mm512_set1_ps(q);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 z = _mm512_loadu_ps(th0 + i);
+        __m512 t = _mm512_sub_ps(_mm512_loadu_ps(th + i), z);
+        _mm512_storeu_ps(th + i, _mm512_add_ps(z, _mm512_mul_ps(t, vq)));
+    }
+    decay_toward_avx2(th + i, th0 + i, q, n - i);
+}
+
+#define KERN_LEVEL() level_cached()
 #else /* !KERN_X86 */
 int kern_simd_level(void) { return 0; }
 void kern_set_simd_cap(int cap) { (void)cap; }
@@ -372,6 +607,10 @@ void kern_set_simd_cap(int cap) { (void)cap; }
 void kern_matvec(float* y, const float* W, const float* x, int rows, int cols) {
 #if KERN_X86
     int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        matvec_avx512(y, W, x, rows, cols);
+        return;
+    }
     if (lvl >= 2) {
         matvec_avx2(y, W, x, rows, cols);
         return;
@@ -435,7 +674,12 @@ static inline uint16_t ld16(const uint16_t* p) {
 
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2 && kern_has_f16c()) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) { /* AVX-512F includes the 16-wide binary16 conversion */
+        matvec_h_avx512(y, W16, x, rows, cols);
+        return;
+    }
+    if (lvl >= 2 && kern_has_f16c()) {
         matvec_h_f16c(y, W16, x, rows, cols);
         return;
     }
@@ -458,7 +702,12 @@ void kern_half_to_float_vec(float* y, const uint16_t* x, size_t n) {
 
 void kern_axpy(float* y, float a, const float* x, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        axpy_avx512(y, a, x, n);
+        return;
+    }
+    if (lvl >= 2) {
         axpy_avx2(y, a, x, n);
         return;
     }
@@ -468,8 +717,13 @@ void kern_axpy(float* y, float a, const float* x, int n) {
 
 void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
-        matvec_t_acc_avx2(y, W, d, rows, cols);
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        matvec_t_acc_avx512(y, W, d, rows, cols);
+        return;
+    }
+    if (lvl >= 2) {
+        matvec_t_acc_avx2(y, W, d, rows, cols, cols);
         return;
     }
 #endif
@@ -478,7 +732,12 @@ void kern_matvec_t_acc(float* y, const float* W, const float* d, int rows, int c
 
 void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        for (int r = 0; r < rows; r++) axpy_avx512(G + (size_t)r * cols, d[r], x, cols);
+        return;
+    }
+    if (lvl >= 2) {
         for (int r = 0; r < rows; r++) axpy_avx2(G + (size_t)r * cols, d[r], x, cols);
         return;
     }
@@ -489,8 +748,13 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
 void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols,
                         int zero_first) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
-        outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first);
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        outer_acc_seq_avx512(G, d, x, T, rows, cols, zero_first);
+        return;
+    }
+    if (lvl >= 2) {
+        outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first, 0);
         return;
     }
 #endif
@@ -500,7 +764,12 @@ void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, 
 void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, float lim,
                     int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        decay_sgd_avx512(th, th0, g, q, step, decay, lim, n);
+        return;
+    }
+    if (lvl >= 2) {
         decay_sgd_avx2(th, th0, g, q, step, decay, lim, n);
         return;
     }
@@ -510,7 +779,12 @@ void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float 
 
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        sgd_decay_avx512(th, th0, g, step, decay, lim, n);
+        return;
+    }
+    if (lvl >= 2) {
         sgd_decay_avx2(th, th0, g, step, decay, lim, n);
         return;
     }
@@ -520,10 +794,51 @@ void kern_sgd_decay(float* th, const float* th0, const float* g, float step, flo
 
 void kern_decay_toward(float* th, const float* th0, float q, int n) {
 #if KERN_X86
-    if (KERN_LEVEL() >= 2) {
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        decay_toward_avx512(th, th0, q, n);
+        return;
+    }
+    if (lvl >= 2) {
         decay_toward_avx2(th, th0, q, n);
         return;
     }
 #endif
     decay_toward_scalar(th, th0, q, n);
+}
+
+void kern_add(float* y, const float* a, const float* b, int n) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        add_avx512(y, a, b, n);
+        return;
+    }
+    if (lvl >= 2) {
+        add_avx2(y, a, b, n);
+        return;
+    }
+#endif
+    add_scalar(y, a, b, n);
+}
+
+void kern_add3(float* y, const float* a, const float* b, const float* c, int n) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        add3_avx512(y, a, b, c, n);
+        return;
+    }
+    if (lvl >= 2) {
+        add3_avx2(y, a, b, c, n);
+        return;
+    }
+#endif
+    add3_scalar(y, a, b, c, n);
+}
+
+void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target) {
+    kern_softmax_xent(p, z, n, target);
+    kern_add(gb, gb, p, n);
+    kern_matvec_t_acc(dh, W, p, n, H);
 }

@@ -2,8 +2,8 @@
  *
  * Owns every float reduction and transcendental on the coding path: the 16-lane canonical dot product,
  * matrix-vector products, the elementwise update kernels used by the backward pass, and the exp/tanh
- * polynomials.  Each kernel has a scalar reference and, on x86 unless NLM_NO_SIMD is defined, SSE2 and
- * AVX2 paths chosen at run time; every path gives the same bits as the scalar code (no FMA; products are
+ * polynomials, the quantiser's max/exp/sum pass and the glue of the model.  Each kernel has a scalar
+ * reference and, on x86 unless NLM_NO_SIMD is defined, SSE2, AVX2 and AVX-512 paths chosen at run time; every path gives the same bits as the scalar code (no FMA; products are
  * rounded, then added; only the canonical order).  Kernels know nothing of the model or the coder.
  *
  * The kernels do not touch the floating-point environment: callers (model/, coder/) wrap their exported
@@ -86,9 +86,70 @@ float kern_tanh(float x);
 void kern_exp_vec(float* y, const float* x, int n);
 void kern_tanh_vec(float* y, const float* x, int n);
 
-/* Which path the dispatcher uses: 0 scalar, 1 SSE2, 2 AVX2 (for tests and benchmarks). */
+/* ---- quantiser support (coder/quant.c; codec/FORMAT.md §4) ---- */
+
+/* The maximum of z[n] (n >= 1) as the quantiser defines it: m = z[0]; for i = 1..n-1: if (z[i] > m || m != m)
+ * m = z[i].  SIMD paths take the maximum of the non-NaN lanes and fall back to that loop when it is not
+ * finite; the one difference is that a zero maximum may come back as +0 or -0 (z - m then differs only in
+ * the sign of a zero, and kern_exp(+0) = kern_exp(-0) = 1, so the quantiser's result is the same). */
+float kern_quant_max(const float* z, int n);
+
+/* e_i = kern_exp(z[i] - m), its bits stored in ebits[i]; returns S = Σ u_i (integer, any order) with
+ * u_i = (uint64)(e_i * 2^40) truncated, 2^40 if e_i >= 1, 0 if e_i is NaN or <= 0 (kern_exp never gives
+ * those).  SIMD: u = hi * 2^20 + lo, hi = trunc(e'*2^20), lo = trunc((e'*2^20 - hi)*2^20), e' = min(e, 1): every
+ * step is exact, so u is the scalar truncation.  Any n >= 0. */
+uint64_t kern_exp_u40(uint32_t* ebits, const float* z, float m, int n);
+
+/* The quantiser's second pass, in place: f[i] holds the bits of e_i (from kern_exp_u40) on entry and
+ * f_i = 1 + floor(u_i * M / 2^64) on return (u_i as in kern_exp_u40; M < 2^56); returns F = Σ f_i (the
+ * caller guarantees F <= 2^30).  Exact integer arithmetic in 32x32 -> 64-bit pieces (u = hi*2^20 + lo,
+ * M = Mh*2^32 + Ml): the same value on every path and no 128-bit type.  Any n >= 0. */
+uint32_t kern_u40_scale(uint32_t* f, uint64_t M, int n);
+
+/* u = (uint64)(e * 2^40) truncated; 2^40 if e >= 1; 0 if e is NaN or <= 0 (the quantiser's u_i). */
+static inline uint64_t kern_to_u40(float e) {
+    if (!(e > 0.0f)) return 0; /* NaN, 0, negative */
+    if (e >= 1.0f) return 1ull << 40;
+    return (uint64_t)(e * 1099511627776.0f); /* e * 2^40 is exact; truncation */
+}
+
+/* ---- glue kernels for the model (entry points for model/elman.c; elementwise, exact at any width) ---- */
+
+/* y[i] = a[i] + b[i] (bias adds: z = W·h + b).  y may equal a or b.  Any n >= 0. */
+void kern_add(float* y, const float* a, const float* b, int n);
+/* y[i] = (a[i] + b[i]) + c[i] (the embedding sum E[w] + Ecase[k] + Egap[g]; the pre-activation
+ * (Wx·x + Wh·h) + bh).  y may equal a, b or c.  Any n >= 0. */
+void kern_add3(float* y, const float* a, const float* b, const float* c, int n);
+
+/* The backward's softmax and cross-entropy gradient of one head, from logits:
+ *   m = z[0]; for i ascending: if (z[i] > m) m = z[i];   t_i = z[i] - m;   p_i = kern_exp(t_i);
+ *   S = p_0 + p_1 + ... (float, ascending i);   p_i = p_i / S;   p[target] = p[target] - 1  (target < 0: none)
+ * the bits of elman.c's softmax followed by its "pz[c] - 1".  With z finite, the max is order-free and so is
+ * everything but S, which stays sequential.  p must not alias z.  n >= 1. */
+void kern_softmax_xent(float* p, const float* z, int n, int target);
+/* The same from exps already computed, e_i = kern_exp(z_i - m) (e.g. the quantiser's ebits, as floats):
+ * S = Σ e_i ascending, p_i = e_i / S, p[target] -= 1.  Equals kern_softmax_xent on z when both used the same
+ * m (finite logits: the quantiser's max and the backward's max are the same value).  p may equal e. */
+void kern_softmax_e(float* p, const float* e, int n, int target);
+
+/* One output head of the backward, fused: kern_softmax_xent(p, z, n, target); gb[j] = gb[j] + p[j] (j < n);
+ * dh += W[n][H]ᵀ · p (kern_matvec_t_acc, rows ascending).  The same bits as those three steps in that order
+ * (elman.c's class, word, case and gap heads).  p must not alias z, W, dh or gb. */
+void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target);
+
+/* Dynamic-evaluation update of n scattered single parameters (the one-float bias rows bo[r]):
+ * for i < n: j = idx[i]; if q[i] >= 0: th[j] = th0[j] + (th[j] - th0[j])*q[i] (the lazy decay catch-up);
+ * then the kern_sgd_decay step on th[j] with gradient g[i].  Bit-identical to n calls of kern_decay_sgd /
+ * kern_sgd_decay with n = 1 (q[i] < 0 selects kern_sgd_decay). */
+void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32_t* idx, const float* q,
+                        float step, float decay, float lim, int n);
+
+/* Which path the dispatcher uses: 0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512 (F, one register = the 16 canonical
+ * lanes).  The level is the CPU's best, capped by the environment variable NLMCODEC_SIMD_CAP (read once)
+ * and by kern_set_simd_cap.  Every level gives the same bits. */
 int kern_simd_level(void);
-/* Cap the run-time path (tests: force SSE2 on an AVX2 machine).  Not thread-safe; no-op without SIMD. */
+/* Cap the run-time path (tests: force SSE2 on an AVX2 machine; 0 = scalar).  Not thread-safe; no-op
+ * without SIMD. */
 void kern_set_simd_cap(int cap);
 
 #endif /* NLM_KERN_H */

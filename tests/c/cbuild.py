@@ -11,14 +11,14 @@ import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
-COMMON = ["-ffp-contract=off", "-fno-fast-math", "-fno-unsafe-math-optimizations", "-std=gnu11",
+COMMON = ["-I", str(CSRC), "-ffp-contract=off", "-fno-fast-math", "-fno-unsafe-math-optimizations", "-std=gnu11",
           "-Wall", "-Wextra", "-Wdouble-promotion", "-Werror"]
 FLAVOURS = {
     "simd": ["-O2"],
     "ref": ["-O0", "-DNLM_NO_SIMD"],
     "scalar_o2": ["-O2", "-DNLM_NO_SIMD"],   # the scalar code as the optimiser (auto-vectoriser) sees it
 }
-KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c"]
+KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c", CSRC / "coder" / "quant.c"]
 MODEL = [CSRC / "model" / "elman.c"]
 
 

@@ -9,6 +9,15 @@
  *              W + Σ_i dd[i]⊗xx[i] and 0 + Σ_i dd[i]⊗xx[i] (dd = d, W[0..rows), d; xx = x, y0, W[0..cols)) [2*rows*cols]
  *   OP = math: IN = int32 n; float32 x[n]
  *        OUT = exp_vec [n], kern_exp [n], tanh_vec [n], kern_tanh [n]
+ *   OP = glue: IN = int32 n; float32 z[n]  (n >= 4)
+ *        OUT = kern_quant_max(z) (a zero written as +0) [1], S = kern_exp_u40(z, that max) [2 words] and its ebits [n],
+ *              quant_freqs(z) [n + 1 words: F then f], kern_softmax_xent(z, target n/2) [n],
+ *              kern_softmax_e(ebits as floats, target n/2) [n], kern_add(z, z reversed) [n],
+ *              kern_add3(z, reversed, z) [n], kern_sgd_decay_idx on th = z reversed, th0 = z, rows 0, 2, 4, ...
+ *              (g = z, q = z clipped to [-1, 1]; step 0.5, decay 0.01, lim 0.25) [n],
+ *              kern_head_backward (H = 40, target n/3) then the same by its three steps: dh [2*40],
+ *              gb [2*n], p [2*n]
+ * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +25,7 @@
 #include <string.h>
 
 #include "../../csrc/common/fpenv.h"
+#include "../../csrc/coder/quant.h"
 #include "../../csrc/kernels/kern.h"
 
 static void die(const char* s) {
@@ -85,6 +95,58 @@ int main(int argc, char** argv) {
         fwrite(y, 4, n, o);
         for (int i = 0; i < n; i++) y[i] = kern_tanh(x[i]);
         fwrite(y, 4, n, o);
+    } else if (!strcmp(argv[1], "glue")) {
+        int32_t n;
+        if (fread(&n, 4, 1, f) != 1 || n < 4) die("short read");
+        float *z = rdf(f, n), *y = malloc((size_t)n * 4 + 8), *r = malloc((size_t)n * 4);
+        uint32_t* u = malloc((size_t)n * 4 + 8);
+        for (int i = 0; i < n; i++) r[i] = z[n - 1 - i];
+        float m = kern_quant_max(z, n);
+        float mw = m == 0.0f ? 0.0f : m; /* a zero maximum may come back as -0 or +0 (kern.h) */
+        fwrite(&mw, 4, 1, o);
+        uint64_t S = kern_exp_u40(u, z, m, n);
+        fwrite(&S, 8, 1, o);
+        fwrite(u, 4, n, o);
+        float* e = malloc((size_t)n * 4);
+        memcpy(e, u, (size_t)n * 4);
+        u[0] = quant_freqs(u + 1, z, n);
+        fwrite(u, 4, (size_t)n + 1, o);
+        kern_softmax_xent(y, z, n, n / 2);
+        fwrite(y, 4, n, o);
+        kern_softmax_e(y, e, n, n / 2);
+        fwrite(y, 4, n, o);
+        kern_add(y, z, r, n);
+        fwrite(y, 4, n, o);
+        kern_add3(y, z, r, z, n);
+        fwrite(y, 4, n, o);
+        int32_t* idx = malloc((size_t)n * 4);
+        float* q = malloc((size_t)n * 4);
+        int k = 0;
+        for (int i = 0; i < n; i += 2) {
+            idx[k] = i;
+            q[k] = z[i] < -1.0f ? -1.0f : (z[i] > 1.0f ? 1.0f : z[i]);
+            k++;
+        }
+        memcpy(y, r, (size_t)n * 4);
+        kern_sgd_decay_idx(y, z, z, idx, q, 0.5f, 0.01f, 0.25f, k);
+        fwrite(y, 4, n, o);
+        /* the fused head, and its three steps one by one */
+        enum { HH = 40 };
+        float *Wh = malloc((size_t)n * HH * 4), dh[2][HH], *gb = malloc((size_t)n * 8), *pp = malloc((size_t)n * 8);
+        /* finite weights (the model's are): with NaN on both sides of a product the paths may keep the
+         * payload of either operand (scalar d*W, SIMD W*d), a difference no finite input can show */
+        for (int i = 0; i < n * HH; i++) Wh[i] = (float)((i * 7) % 13 - 6) * 0.125f;
+        for (int v = 0; v < 2; v++) {
+            for (int j = 0; j < HH; j++) dh[v][j] = r[j % n];
+            for (int j = 0; j < n; j++) gb[(size_t)v * n + j] = r[j];
+        }
+        kern_head_backward(dh[0], gb, pp, z, Wh, n, HH, n / 3);
+        kern_softmax_xent(pp + n, z, n, n / 3);
+        kern_add(gb + n, gb + n, pp + n, n);
+        kern_matvec_t_acc(dh[1], Wh, pp + n, n, HH);
+        fwrite(dh, 4, 2 * HH, o);
+        fwrite(gb, 4, (size_t)n * 2, o);
+        fwrite(pp, 4, (size_t)n * 2, o);
     } else {
         die("unknown op");
     }
