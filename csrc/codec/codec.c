@@ -12,11 +12,11 @@
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include <math.h> /* log2: statistics only, never feeds coding */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fpenv.h"   /* nlm_fpenv_enter, nlm_fpenv_leave */
 #include "codec/gapmix.h"   /* GapMix: column-aware gap counts */
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
@@ -243,6 +243,7 @@ NlmCodec* nlm_codec_new(const NlmConfig* cfg, const float* params, const float* 
     NlmCodec* c = NULL;
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
+    if ((e = nlm_selftest()) != NLM_OK) goto fail; /* once per process: this machine computes the format */
     if (!cfg || cfg->V < 2 || cfg->C < 1 || cfg->C > cfg->V || cfg->D < 16 || cfg->H < 16 || cfg->D % 16 ||
         cfg->H % 16 || cfg->seg_len < 1 || cfg->V > (1 << 22) || cfg->D > 4096 || cfg->H > 4096) {
         e = NLM_ERR_CONFIG;

@@ -3,8 +3,10 @@
  * Owns quant_freqs.  Shapes: z[n] logits in, f[n] frequencies out (n = C classes, a class's words, 4 cases
  * or 8 gaps).  kern_exp is the format's exp polynomial (csrc/kernels); no libm.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "coder/quant.h"
 
+#include "coder/wide.h"
 #include "kernels/kern.h"
 
 #include <string.h>
@@ -30,19 +32,19 @@ uint32_t quant_freqs(uint32_t* f, const float* z, int n) {
         f[i] = bits;
         S += to_u(e);
     }
-    unsigned __int128 num = (unsigned __int128)(QUANT_T - (uint32_t)n) << 64;
     uint32_t F = 0;
     if (S < (1ull << 39)) {
         /* only non-finite input gets here (the max gives e = exp(0) = 1): uniform */
         for (int i = 0; i < n; i++) f[i] = 1;
         return (uint32_t)n;
     }
-    uint64_t M = (uint64_t)(num / S);
+    /* S >= 2^39 > T - n, so the quotient fits in 64 bits */
+    uint64_t M = wide_div_shl64(QUANT_T - (uint32_t)n, S);
     for (int i = 0; i < n; i++) {
         float e;
         uint32_t bits = f[i];
         memcpy(&e, &bits, 4);
-        f[i] = 1 + (uint32_t)(((unsigned __int128)to_u(e) * M) >> 64);
+        f[i] = 1 + (uint32_t)wide_mulhi64(to_u(e), M);
         F += f[i];
     }
     return F;

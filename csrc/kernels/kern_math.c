@@ -5,9 +5,6 @@
  * instructions, no FMA.  The SSE2 and AVX2 vector forms evaluate the same expression lane by lane and give
  * the scalar bits.  Constants: Cephes expf (S. Moshier), Cody–Waite split of ln 2.
  */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
 #include "../common/fpenv.h"
 #include "kern.h"
 

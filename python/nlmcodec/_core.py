@@ -8,16 +8,18 @@ import numpy as np
 from ._backend import backend, native
 from ._errors import NLMError, check
 
-TOKEN_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("gap_len", "<u4"),
+# The C core reads and writes native-endian structs and arrays: every dtype handed to or read from C is
+# "=" (native), so a big-endian host gets the right numbers (the model *file* stays little-endian: _model.py).
+TOKEN_DTYPE = np.dtype([("off", "=u4"), ("len", "=u4"), ("gap_off", "=u4"), ("gap_len", "=u4"),
                         ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
 assert TOKEN_DTYPE.itemsize == native.TOKEN_SIZE
 
 # One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
 # case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
 # coded class with p = p(class) * p(word | class) (id -1 = none).
-TRACE_DTYPE = np.dtype([("off", "<u4"), ("len", "<u4"), ("word", "<i4"), ("kind", "u1"), ("case", "u1"),
-                        ("gap", "u1"), ("flags", "u1"), ("bits", "<f8", (7,)), ("top_id", "<i4", (3,)),
-                        ("top_p", "<f4", (3,))])
+TRACE_DTYPE = np.dtype([("off", "=u4"), ("len", "=u4"), ("word", "=i4"), ("kind", "u1"), ("case", "u1"),
+                        ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (7,)), ("top_id", "=i4", (3,)),
+                        ("top_p", "=f4", (3,))])
 assert TRACE_DTYPE.itemsize == native.TRACE_SIZE
 TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap")
 
@@ -58,9 +60,9 @@ class Codec:
         conf = (int(cfg["V"]), int(cfg["D"]), int(cfg["H"]), int(cfg["C"]), int(cfg["seg_len"]),
                 float(cfg["lr"]), float(cfg["decay"]), float(cfg["eps"]))
         vocab_blob = b"".join(bytes([len(b)]) + b for b in model.vocab)
-        self._c = native.Codec(conf, np.ascontiguousarray(model.params, dtype="<f4").tobytes(),
-                               np.ascontiguousarray(model.ms, dtype="<f4").tobytes(), vocab_blob,
-                               np.ascontiguousarray(model.class_start, dtype="<i4").tobytes(),
+        self._c = native.Codec(conf, np.ascontiguousarray(model.params, dtype="=f4").tobytes(),
+                               np.ascontiguousarray(model.ms, dtype="=f4").tobytes(), vocab_blob,
+                               np.ascontiguousarray(model.class_start, dtype="=i4").tobytes(),
                                bytes(model.speller_prime), int(bool(adapt)))
         if not self._c.ok():
             check(self._c.err or -2, "model")

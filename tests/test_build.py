@@ -1,0 +1,129 @@
+"""The build definition (build_flags.py) and what it guarantees in the machine code: no fused multiply-add.
+
+* The built extensions (Cython and cffi) are disassembled with objdump; any FMA instruction fails.
+* The check can fail: a deliberately contracting build (clang -mfma -ffp-contract=fast, which by clang's
+  documentation disregards the pragmas) of the core's kernels, and tests/c/contract_probe.c built with
+  gcc and clang -mfma -ffp-contract=fast, are flagged; the probe with csrc/common/fpenv.h force-included
+  is not (the pragma alone stops the contraction, gcc even against -ffp-contract=fast).
+* Every C file of the core includes common/fpenv.h (the pragma) first; no test or build script spells
+  the determinism flags itself (one build definition).
+"""
+import importlib
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
+import cbuild  # noqa: E402
+from cbuild import build_flags  # noqa: E402
+
+ROOT = cbuild.ROOT
+OBJDUMP = shutil.which("objdump")
+needs_objdump = pytest.mark.skipif(OBJDUMP is None, reason="objdump (binutils) is not installed")
+CLANG_MISSING = "clang is not installed (.ci/run installs it with apt-get where it can)"
+
+# FMA mnemonics: x86 FMA3/FMA4/AVX-512/4FMAPS (vfmadd231ps, vfnmsub213ss, vfmaddsub…, vfmaddps,
+# v4fmaddps); AArch64 (fmadd, fmsub, fnmadd, fnmsub, fmla, fmls); s390x (maeb, madb, mseb, msdb, wfmasb,
+# vfma, vfms, vfnma).
+FMA_RE = re.compile(r"^(v4?fn?m(add|sub)\w*|fn?m(add|sub)|fml[as]|ma[ed]br?|ms[ed]br?|wfn?m[as][sd]b|vfn?m[as]\w*)$")
+
+
+def fma_instructions(path, objdump=None):
+    """(number of instructions, list of 'address: instruction' lines that are fused multiply-adds)."""
+    r = subprocess.run([objdump or OBJDUMP, "-d", "--no-show-raw-insn", str(path)], capture_output=True,
+                       text=True, check=True)
+    n, hits = 0, []
+    for line in r.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip().endswith(":"):
+            continue
+        n += 1
+        if FMA_RE.match(parts[1].split(" ")[0].strip()):
+            hits.append(line.strip())
+    return n, hits
+
+
+def assert_no_fma(paths, objdump=None):
+    for p in paths:
+        n, hits = fma_instructions(p, objdump)
+        assert n > 1000, f"{p}: only {n} instructions disassembled"
+        assert not hits, (f"{p}: {len(hits)} fused multiply-add instructions (the format forbids contraction), "
+                          f"e.g. {hits[:3]}")
+
+
+def built_extensions():
+    out = []
+    for name in ("nlmcodec._nlm_cy", "nlmcodec._nlm_cffi"):
+        try:
+            out.append(pathlib.Path(importlib.import_module(name).__file__))
+        except ImportError:
+            pass
+    return out
+
+
+@needs_objdump
+def test_built_extensions_have_no_fma():
+    exts = built_extensions()
+    assert exts, "no built extension found (pip install -e .)"
+    assert_no_fma(exts)
+
+
+def build_shared(tmp_path, cc, sources, extra, name):
+    """A shared object built with a packager's own flags (-O2, ISO C, `extra`): not build_flags' DETERMINISM,
+    whose -fno-unsafe-math-optimizations alone makes clang 14 honour the pragma even after -ffp-contract=fast."""
+    so = tmp_path / name
+    cmd = [cc, "-O2", *build_flags.STD, "-I", str(cbuild.CSRC), "-shared", "-fPIC", *extra, "-o", str(so),
+           *map(str, sources)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+    return so
+
+
+CONTRACT = ["-mfma", "-ffp-contract=fast"]
+PROBE = [ROOT / "tests" / "c" / "contract_probe.c"]
+
+
+@needs_objdump
+def test_check_fails_on_a_contracting_build_of_the_core(tmp_path):
+    if shutil.which("clang") is None:
+        pytest.skip(CLANG_MISSING)
+    so = build_shared(tmp_path, "clang", cbuild.KERNELS, CONTRACT, "kernels_contracting.so")
+    with pytest.raises(AssertionError, match="fused multiply-add") as e:
+        assert_no_fma([so])
+    print(e.value)
+
+
+@needs_objdump
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_check_fails_on_a_contracting_probe_and_the_pragma_stops_it(tmp_path, cc):
+    if shutil.which(cc) is None:
+        pytest.skip(CLANG_MISSING if cc == "clang" else "gcc is not installed")
+    bad = build_shared(tmp_path, cc, PROBE, CONTRACT, "probe_contracting.so")
+    assert fma_instructions(bad)[1], f"{cc} -mfma -ffp-contract=fast did not contract the probe"
+    # fpenv.h's pragma: GCC honours it even against -ffp-contract=fast; clang against its default (on)
+    guard = ["-mfma", "-ffp-contract=fast" if cc == "gcc" else "-ffp-contract=on", "-include", "common/fpenv.h"]
+    good = build_shared(tmp_path, cc, PROBE, guard, "probe_guarded.so")
+    assert not fma_instructions(good)[1]
+
+
+def test_every_core_file_includes_fpenv_first():
+    for p in build_flags.core_sources():
+        text = pathlib.Path(p).read_text()
+        first = re.search(r"^#\s*(include|pragma|if|define).*$", text, re.M)
+        assert first and re.match(r'#include "(\.\./)?common/fpenv\.h"', first.group(0)), f"{p}: {first.group(0)}"
+
+
+def test_one_build_definition():
+    """No build script or test spells the determinism flags or -std itself: they come from build_flags.py."""
+    files = [ROOT / "setup.py", ROOT / "build_cffi.py", *sorted((ROOT / "tests").rglob("*.py"))]
+    for f in files:
+        if f.name == "test_build.py":
+            continue
+        text = f.read_text()
+        for flag in ("-ffp-contract=off", "-std=gnu11", "-std=c11", "-fno-fast-math"):
+            assert f'"{flag}"' not in text, f"{f.relative_to(ROOT)} spells {flag}: use build_flags.py"
+    assert "-std=c11" in build_flags.EXTRA_COMPILE_ARGS and "-ffp-contract=off" in build_flags.EXTRA_COMPILE_ARGS

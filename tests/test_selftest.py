@@ -1,0 +1,68 @@
+"""The run-time arithmetic self-test (csrc/codec/selftest.c, nlm_selftest) that nlm_codec_new runs once per
+process: it passes on the builds we ship, and it can fail.
+
+The failing build is the test-only define NLM_SELFTEST_PERTURB_ROUNDING (the self-test computes in
+round-toward-zero): nlm_codec_new must then refuse with NLM_ERR_SELFTEST (C driver), and the Python API
+must raise NLMError naming NLM_ERR_SELFTEST (cffi module built with the define, slow: one core build).
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import nlmcodec
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
+import cbuild  # noqa: E402
+
+PERTURB = "-DNLM_SELFTEST_PERTURB_ROUNDING"
+TEXT = b"the cat and the dog went to the market, and the cat came back. " * 20
+
+
+def test_codec_creation_passes_the_selftest(tiny_model):
+    # every codec creation runs it (once per process); a passing build codes and decodes as usual
+    assert nlmcodec.decompress(nlmcodec.compress(TEXT, model=tiny_model)) == TEXT
+
+
+@pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
+def test_c_codec_refuses_when_the_selftest_fails(tmp_path):
+    ok = cbuild.build("codec_driver.c", cbuild.CORE, tmp_path, "simd", strict=False, name="drv_ok")
+    bad = cbuild.build("codec_driver.c", cbuild.CORE, tmp_path, "simd", extra=[PERTURB], strict=False,
+                       name="drv_perturbed")
+    r = subprocess.run([str(ok), "1", "3"], input=TEXT, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(bad), "1", "3"], input=TEXT, capture_output=True)
+    assert r.returncode == 2 and b"codec_new failed: -8" in r.stderr, r.stderr   # -8 = NLM_ERR_SELFTEST
+    assert r.stdout == b""
+
+
+@pytest.mark.slow
+def test_python_raises_nlmerror_naming_selftest(tmp_path, tiny_model_path):
+    import build_cffi
+    from cffi import FFI
+
+    ffi = FFI()
+    ffi.cdef(build_cffi.CDEF)
+    ffi.set_source("nlmcodec._nlm_cffi", '#include "nlm.h"', sources=cbuild.build_flags.core_sources(),
+                   include_dirs=[str(cbuild.CSRC)], extra_compile_args=build_cffi.EXTRA_COMPILE_ARGS + [PERTURB],
+                   define_macros=build_cffi.DEFINE_MACROS)
+    so = ffi.compile(tmpdir=str(tmp_path))
+    prog = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("nlmcodec._nlm_cffi", {so!r})
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+sys.modules["nlmcodec._nlm_cffi"] = mod
+import nlmcodec
+assert nlmcodec.backend == "cffi"
+try:
+    nlmcodec.compress(b"the cat and the dog " * 50, model={tiny_model_path!r})
+except nlmcodec.NLMError as e:
+    print("NLMError", e.code, e)
+"""
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, NLMCODEC_BACKEND="cffi"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("NLMError -8 ") and "NLM_ERR_SELFTEST" in r.stdout, r.stdout
