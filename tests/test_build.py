@@ -26,30 +26,12 @@ OBJDUMP = shutil.which("objdump")
 needs_objdump = pytest.mark.skipif(OBJDUMP is None, reason="objdump (binutils) is not installed")
 CLANG_MISSING = "clang is not installed (.ci/run installs it with apt-get where it can)"
 
-# FMA mnemonics: x86 FMA3/FMA4/AVX-512/4FMAPS (vfmadd231ps, vfnmsub213ss, vfmaddsub…, vfmaddps,
-# v4fmaddps); AArch64 (fmadd, fmsub, fnmadd, fnmsub, fmla, fmls); s390x (maeb, madb, mseb, msdb, wfmasb,
-# vfma, vfms, vfnma).
-FMA_RE = re.compile(r"^(v4?fn?m(add|sub)\w*|fn?m(add|sub)|fml[as]|ma[ed]br?|ms[ed]br?|wfn?m[as][sd]b|vfn?m[as]\w*)$")
-
-
-def fma_instructions(path, objdump=None):
-    """(number of instructions, list of 'address: instruction' lines that are fused multiply-adds)."""
-    r = subprocess.run([objdump or OBJDUMP, "-d", "--no-show-raw-insn", str(path)], capture_output=True,
-                       text=True, check=True)
-    n, hits = 0, []
-    for line in r.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 2 or not parts[0].strip().endswith(":"):
-            continue
-        n += 1
-        if FMA_RE.match(parts[1].split(" ")[0].strip()):
-            hits.append(line.strip())
-    return n, hits
+FMA_RE, fma_instructions = cbuild.FMA_RE, cbuild.fma_instructions
 
 
 def assert_no_fma(paths, objdump=None):
     for p in paths:
-        n, hits = fma_instructions(p, objdump)
+        n, hits = fma_instructions(p, objdump or OBJDUMP)
         assert n > 1000, f"{p}: only {n} instructions disassembled"
         assert not hits, (f"{p}: {len(hits)} fused multiply-add instructions (the format forbids contraction), "
                           f"e.g. {hits[:3]}")

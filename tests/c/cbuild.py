@@ -1,5 +1,6 @@
 """Compile the C test harnesses of tests/c (used by the tests that build C: kernels, Elman, coder, speller,
-dual build, build checks).
+dual build, build checks, and by the cross-architecture lane .ci/cross/lane.py), and find fused
+multiply-add instructions in a disassembly.
 
 The flags come from build_flags.py at the repository root, the one build definition the bindings use too:
 -std=c11, -ffp-contract=off, no fast-math.  Flavours (build_flags.FLAVOURS): "simd" = the production
@@ -9,6 +10,7 @@ optimisation (-O2, run-time SSE2/AVX2 dispatch), "ref" = the scalar reference (-
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -47,3 +49,25 @@ def build_all(harness: str, sources, outdir: pathlib.Path, flavours, cc: str = "
     with ThreadPoolExecutor(len(flavours)) as ex:
         futs = {fl: ex.submit(build, harness, sources, outdir, fl, cc, (), strict) for fl in flavours}
         return {fl: f.result() for fl, f in futs.items()}
+
+
+# FMA mnemonics: x86 FMA3/FMA4/AVX-512/4FMAPS (vfmadd231ps, vfnmsub213ss, vfmaddsub…, vfmaddps,
+# v4fmaddps); AArch64 (fmadd, fmsub, fnmadd, fnmsub, fmla, fmls); s390x (maeb, madb, mseb, msdb, wfmasb,
+# vfma, vfms, vfnma).
+FMA_RE = re.compile(r"^(v4?fn?m(add|sub)\w*|fn?m(add|sub)|fml[as]|ma[ed]br?|ms[ed]br?|wfn?m[as][sd]b|vfn?m[as]\w*)$")
+
+
+def fma_instructions(path, objdump="objdump"):
+    """(number of instructions, list of 'address: instruction' lines that are fused multiply-adds) in the
+    disassembly of `path` (objdump: the target's objdump for a cross-built file)."""
+    r = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)], capture_output=True,
+                       text=True, check=True)
+    n, hits = 0, []
+    for line in r.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip().endswith(":"):
+            continue
+        n += 1
+        if FMA_RE.match(parts[1].split(" ")[0].strip()):
+            hits.append(line.strip())
+    return n, hits
