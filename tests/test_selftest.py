@@ -4,6 +4,9 @@ process: it passes on the builds we ship, and it can fail.
 The failing build is the test-only define NLM_SELFTEST_PERTURB_ROUNDING (the self-test computes in
 round-toward-zero): nlm_codec_new must then refuse with NLM_ERR_SELFTEST (C driver), and the Python API
 must raise NLMError naming NLM_ERR_SELFTEST (cffi module built with the define, slow: one core build).
+The FP environment guard (csrc/common/fpenv.h) keeps the self-test's bits under a host's round-toward-zero
+and flush-to-zero and gives the host its environment back (tests/c/fpenv_probe.c; the cross lane runs the
+same probe on aarch64 and s390x).
 """
 import os
 import pathlib
@@ -36,6 +39,14 @@ def test_c_codec_refuses_when_the_selftest_fails(tmp_path):
     r = subprocess.run([str(bad), "1", "3"], input=TEXT, capture_output=True)
     assert r.returncode == 2 and b"codec_new failed: -8" in r.stderr, r.stderr   # -8 = NLM_ERR_SELFTEST
     assert r.stdout == b""
+
+
+@pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
+def test_fpenv_guard_against_a_hostile_host_environment(tmp_path):
+    exe = cbuild.build("fpenv_probe.c", cbuild.CORE, tmp_path, "simd", strict=False)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    print(r.stdout)
+    assert r.returncode == 0 and "FPENV OK" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.slow

@@ -5,7 +5,8 @@ Steps: export the vectors' word-model blocks (export_blocks.py, on this host); b
 tests/c/vector_driver.c with build_flags.py's flags natively and with Debian's cross compilers
 (aarch64-linux-gnu-gcc, s390x-linux-gnu-gcc; static, so qemu-user needs no sysroot); check each
 target's core objects for fused multiply-add instructions (cbuild.fma_instructions with the target's
-objdump); run the driver natively and under qemu-aarch64 / qemu-s390x.  A target whose tools are missing
+objdump); run tests/c/fpenv_probe.c (the FP environment guard against a hostile rounding mode and
+flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x.  A target whose tools are missing
 is reported as SKIPPED (.ci/cross.sh installs them with apt-get where it can); a mismatch, a failed build
 or an FMA instruction exits 1.  Usage: python .ci/cross/lane.py [--models tiny,default]
 """
@@ -30,7 +31,8 @@ TARGETS = [("x86-64 (native)", "gcc", "objdump", None),
 
 
 def build(cc, objdump, out: pathlib.Path):
-    """Core objects, FMA check on them, then the static driver.  Returns (driver, FMA hits)."""
+    """Core objects, FMA check on them, then the static vector driver and FP environment probe.
+    Returns ([driver, probe], FMA hits)."""
     out.mkdir(parents=True, exist_ok=True)
     objs, hits = [], []
     for src in build_flags.core_sources():
@@ -39,10 +41,12 @@ def build(cc, objdump, out: pathlib.Path):
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         objs.append(o)
         hits += cbuild.fma_instructions(o, objdump)[1]
-    exe = out / "vector_driver"
-    cmd = build_flags.cc_command(cc, "simd", exe, [ROOT / "tests" / "c" / "vector_driver.c", *objs], ["-static"])
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return exe, hits
+    exes = []
+    for prog in ("vector_driver", "fpenv_probe"):
+        exes.append(out / prog)
+        cmd = build_flags.cc_command(cc, "simd", exes[-1], [ROOT / "tests" / "c" / f"{prog}.c", *objs], ["-static"])
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return exes, hits
 
 
 def main(argv=None):
@@ -62,21 +66,23 @@ def main(argv=None):
                 continue
             t1 = time.monotonic()
             try:
-                exe, hits = build(cc, objdump, tmp / cc)
+                (exe, probe), hits = build(cc, objdump, tmp / cc)
             except subprocess.CalledProcessError as e:
                 print(f"== {name}: BUILD FAILED\n{' '.join(map(str, e.cmd))}\n{e.stderr}", flush=True)
                 failed.append(name)
                 continue
             print(f"== {name}: built with {cc} ({time.monotonic() - t1:.0f} s); fused multiply-adds in the core: "
                   f"{len(hits)}{' ' + str(hits[:3]) if hits else ''}", flush=True)
+            pre = [runner] if runner else []
+            p = subprocess.run(pre + [str(probe)], text=True, capture_output=True)
+            sys.stdout.write(p.stdout + p.stderr)
             t1 = time.monotonic()
-            r = subprocess.run(([runner] if runner else []) + [str(exe), str(tmp / "vec" / "blocks.bin")],
-                               text=True, capture_output=True)
+            r = subprocess.run(pre + [str(exe), str(tmp / "vec" / "blocks.bin")], text=True, capture_output=True)
             sys.stdout.write(r.stdout)
             sys.stderr.write(r.stderr)
             print(f"== {name}: exit {r.returncode} in {time.monotonic() - t1:.0f} s", flush=True)
             ran.append(name)
-            if r.returncode != 0 or hits:
+            if r.returncode != 0 or p.returncode != 0 or hits:
                 failed.append(name)
     print(f"cross-architecture lane: ran {', '.join(ran) or 'nothing'}; "
           f"{'FAILED: ' + ', '.join(failed) if failed else 'all identical'} ({time.monotonic() - t0:.0f} s)")
