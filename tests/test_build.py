@@ -109,3 +109,28 @@ def test_one_build_definition():
         for flag in ("-ffp-contract=off", "-std=gnu11", "-std=c11", "-fno-fast-math"):
             assert f'"{flag}"' not in text, f"{f.relative_to(ROOT)} spells {flag}: use build_flags.py"
     assert "-std=c11" in build_flags.EXTRA_COMPILE_ARGS and "-ffp-contract=off" in build_flags.EXTRA_COMPILE_ARGS
+
+
+def test_flt_eval_method_16_is_accepted(tmp_path):
+    """GCC with AVX512-FP16 in a GNU dialect reports FLT_EVAL_METHOD 16 (_Float16 evaluated as _Float16,
+    float as float): fpenv.h accepts it, and still refuses 1 (float evaluated in double: s390x GCC in ISO
+    mode, when its cross compiler is installed).  Compile-only: this machine need not run AVX512-FP16 code."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    probe = tmp_path / "fem.c"
+    probe.write_text('#include <float.h>\nint fem = FLT_EVAL_METHOD;\n')
+    pre = subprocess.run(["gcc", "-std=gnu11", "-mavx512fp16", "-E", str(probe)], capture_output=True, text=True)
+    if pre.returncode != 0:
+        pytest.skip("this gcc has no -mavx512fp16")
+    assert "int fem = 16;" in pre.stdout
+    core = [str(cbuild.CSRC / "kernels" / "kern_math.c"), str(cbuild.CSRC / "coder" / "quant.c")]
+    r = subprocess.run(["gcc", "-std=gnu11", "-mavx512fp16", "-O2", "-I", str(cbuild.CSRC), "-fsyntax-only", *core],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # s390x GCC in ISO mode reports 1 (and evaluates float in double): refused unless build_flags' target flag
+    s390x = "s390x-linux-gnu-gcc"
+    if shutil.which(s390x):
+        base = [s390x, "-std=c11", "-O2", "-I", str(cbuild.CSRC), "-fsyntax-only", *core]
+        r = subprocess.run(base, capture_output=True, text=True)
+        assert r.returncode != 0 and "FLT_EVAL_METHOD" in r.stderr
+        assert subprocess.run(base + build_flags.target_flags(s390x), capture_output=True).returncode == 0

@@ -11,7 +11,13 @@ Output (all integers little-endian): DIR/blocks.bin and the model files it names
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset | u8 1 = block,
     u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
-stored or lzma: Python, not the C core).  Usage: export_blocks.py OUTDIR [--models tiny,default]
+stored or lzma: Python, not the C core).
+
+--light-budget W also writes DIR/blocks_light.bin without the vectors whose work (decoded bytes x model
+parameters) exceeds W, for the emulated targets: under qemu the scalar core runs 20-40x slower, and the
+144 KB default-model vectors alone would take longer than the lane's whole budget.  The light file's
+left-out vectors are listed on stdout; the native run replays all of them.
+Usage: export_blocks.py OUTDIR [--models tiny,default] [--light-budget W]
 """
 import argparse
 import json
@@ -73,11 +79,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", type=pathlib.Path)
     ap.add_argument("--models", default="", help="comma-separated model names of the manifest to keep (default all)")
+    ap.add_argument("--light-budget", type=float, default=0, help="also write blocks_light.bin (see above)")
     args = ap.parse_args(argv)
     keep = set(filter(None, args.models.split(",")))
     manifest = json.loads((VECTORS / "MANIFEST.json").read_text())
     args.outdir.mkdir(parents=True, exist_ok=True)
-    recs, nblocks, nbytes = [], 0, 0
+    recs, light, left_out, nblocks, nbytes = [], [], [], 0, 0
     for name in sorted(manifest):
         meta = manifest[name]
         if meta.get("model") is None or (keep and meta["model"] not in keep):
@@ -92,6 +99,7 @@ def main(argv=None):
         if not (args.outdir / mfile).exists():
             (args.outdir / mfile).write_bytes(model.to_bytes())
         body = [pack_str(name.encode()), pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
+        size = sum(len(op[2]) for op in ops if op[0] == "block")
         for op in ops:
             if op[0] == "reset":
                 body.append(b"\0")
@@ -101,8 +109,17 @@ def main(argv=None):
                 nblocks += 1
                 nbytes += len(data)
         recs.append(b"".join(body))
-    (args.outdir / "blocks.bin").write_bytes(b"NLMVBLK1" + struct.pack("<I", len(recs)) + b"".join(recs))
+        if size * model.params.size <= args.light_budget:
+            light.append(recs[-1])
+        else:
+            left_out.append(f"{name} ({size} bytes x {model.params.size} parameters)")
+    for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
+        if rs is not None:
+            (args.outdir / fname).write_bytes(b"NLMVBLK1" + struct.pack("<I", len(rs)) + b"".join(rs))
     print(f"exported {len(recs)} vectors, {nblocks} word-model blocks, {nbytes} decoded bytes to {args.outdir}")
+    if args.light_budget:
+        print(f"blocks_light.bin: {len(light)} vectors; left out (work over {args.light_budget:g}): "
+              f"{', '.join(left_out) or 'none'}")
     return 0
 
 
