@@ -11,7 +11,8 @@ Output (all integers little-endian): DIR/blocks.bin and the model files it names
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset | u8 1 = block,
     u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
-stored or lzma: Python, not the C core).
+stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
+format-1 vectors) are written once, named "A=B".
 
 --light-budget W also writes DIR/blocks_light.bin without the vectors whose work (decoded bytes x model
 parameters) exceeds W, for the emulated targets: under qemu the scalar core runs 20-40x slower, and the
@@ -84,7 +85,7 @@ def main(argv=None):
     keep = set(filter(None, args.models.split(",")))
     manifest = json.loads((VECTORS / "MANIFEST.json").read_text())
     args.outdir.mkdir(parents=True, exist_ok=True)
-    recs, light, left_out, nblocks, nbytes = [], [], [], 0, 0
+    unique, nblocks, nbytes = {}, 0, 0     # blocks (model, mode, ops) -> [vector names, work]
     for name in sorted(manifest):
         meta = manifest[name]
         if meta.get("model") is None or (keep and meta["model"] not in keep):
@@ -98,8 +99,7 @@ def main(argv=None):
         mfile = model.model_id.hex()[:16] + ".nlmm"
         if not (args.outdir / mfile).exists():
             (args.outdir / mfile).write_bytes(model.to_bytes())
-        body = [pack_str(name.encode()), pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
-        size = sum(len(op[2]) for op in ops if op[0] == "block")
+        body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
         for op in ops:
             if op[0] == "reset":
                 body.append(b"\0")
@@ -108,17 +108,24 @@ def main(argv=None):
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
                 nblocks += 1
                 nbytes += len(data)
-        recs.append(b"".join(body))
-        if size * model.params.size <= args.light_budget:
+        size = sum(len(op[2]) for op in ops if op[0] == "block")
+        unique.setdefault(b"".join(body), [[], size * model.params.size])[0].append(name)
+    # a format-2 vector whose word-model blocks equal a format-1 vector's is replayed once, under both names
+    recs, light, left_out = [], [], []
+    for body, (names, work) in unique.items():
+        recs.append(pack_str("=".join(names).encode()) + body)
+        if work <= args.light_budget:
             light.append(recs[-1])
         else:
-            left_out.append(f"{name} ({size} bytes x {model.params.size} parameters)")
+            left_out.append(f"{'='.join(names)} (work {work:.2g})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
             (args.outdir / fname).write_bytes(b"NLMVBLK1" + struct.pack("<I", len(rs)) + b"".join(rs))
-    print(f"exported {len(recs)} vectors, {nblocks} word-model blocks, {nbytes} decoded bytes to {args.outdir}")
+    nvec = sum(len(n) for n, _ in unique.values())
+    print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
+          f"bytes to {args.outdir}")
     if args.light_budget:
-        print(f"blocks_light.bin: {len(light)} vectors; left out (work over {args.light_budget:g}): "
+        print(f"blocks_light.bin: {len(light)} block sets; left out (work over {args.light_budget:g}): "
               f"{', '.join(left_out) or 'none'}")
     return 0
 

@@ -7,7 +7,8 @@
  * reset and reset where the frame layer did (group starts).  One codec per (model, mode), reused.
  * The driver reads model files itself with explicit little-endian reads (load_model: the one function to
  * change when model creation changes), so a big-endian host gets the same numbers as x86-64.
- * Prints one line per vector and a summary; exit 0 only when every byte matched.
+ * Prints one line per vector (or "A=B" for vectors with identical blocks) and a summary; exit 0 only when
+ * every byte matched.
  * Usage: vector_driver DIR/blocks.bin
  */
 #include <stdio.h>
@@ -230,7 +231,7 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < nslots; i++) nlm_codec_free(slots[i].c);
     free(buf);
-    printf("%u vectors, %d word-model blocks, %zu bytes: %s\n", nvec, nblocks, nbytes,
+    printf("%u block sets (vectors), %d word-model blocks, %zu bytes: %s\n", nvec, nblocks, nbytes,
            failed ? "MISMATCH" : "decoded and re-encoded, byte-identical to x86-64");
     return failed ? 1 : 0;
 }
