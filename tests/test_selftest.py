@@ -1,15 +1,17 @@
 """The run-time arithmetic self-test (csrc/codec/selftest.c, nlm_selftest) that nlm_codec_new runs once per
 process: it passes on the builds we ship, and it can fail.
 
-The failing build is the test-only define NLM_SELFTEST_PERTURB_ROUNDING (the self-test computes in
+Failing builds: the test-only define NLM_SELFTEST_PERTURB_ROUNDING (the self-test computes in
 round-toward-zero): nlm_codec_new must then refuse with NLM_ERR_SELFTEST (C driver), and the Python API
-must raise NLMError naming NLM_ERR_SELFTEST (cffi module built with the define, slow: one core build).
+must raise NLMError naming NLM_ERR_SELFTEST (cffi module built with the define, slow: one core build);
+and a real contracting build (clang -mfma -ffp-contract=fast), which the self-test must catch too.
 The FP environment guard (csrc/common/fpenv.h) keeps the self-test's bits under a host's round-toward-zero
 and flush-to-zero and gives the host its environment back (tests/c/fpenv_probe.c; the cross lane runs the
 same probe on aarch64 and s390x).
 """
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -39,6 +41,28 @@ def test_c_codec_refuses_when_the_selftest_fails(tmp_path):
     r = subprocess.run([str(bad), "1", "3"], input=TEXT, capture_output=True)
     assert r.returncode == 2 and b"codec_new failed: -8" in r.stderr, r.stderr   # -8 = NLM_ERR_SELFTEST
     assert r.stdout == b""
+
+
+def cpu_has_fma():
+    try:
+        return any(line.startswith("flags") and " fma " in line + " " for line in open("/proc/cpuinfo"))
+    except OSError:
+        return False
+
+
+def test_selftest_catches_a_contracting_build(tmp_path):
+    """clang -mfma -ffp-contract=fast (a packager's flags; clang then disregards the pragma) fuses the
+    kernels' multiply-adds: the bits change, and the self-test refuses to create a codec."""
+    if shutil.which("clang") is None:
+        pytest.skip("clang is not installed (.ci/run installs it with apt-get where it can)")
+    if not cpu_has_fma():
+        pytest.skip("this CPU has no FMA")
+    exe = tmp_path / "drv_fma"
+    cmd = ["clang", "-O2", *cbuild.build_flags.STD, "-mfma", "-ffp-contract=fast", "-I", str(cbuild.CSRC),
+           "-o", str(exe), str(cbuild.ROOT / "tests" / "c" / "codec_driver.c"), *map(str, cbuild.CORE), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    r = subprocess.run([str(exe), "1", "3"], input=TEXT, capture_output=True)
+    assert r.returncode == 2 and b"codec_new failed: -8" in r.stderr, r.stderr
 
 
 @pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")

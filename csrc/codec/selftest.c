@@ -5,7 +5,7 @@
  * (scalar, SSE2, AVX2, F16C): three steps of an Elman recurrence h = tanh(W·x + U·h + b) (H = 32, matvec
  * and tanh vector forms), class logits through the binary16 matvec, exp, one dynamic-evaluation update
  * (outer product, sgd-decay), a subnormal product (flush-to-zero would zero it), quantisation
- * (quant_freqs) and range coding of four symbols, decoded back.  A 64-bit FNV-1a digest of every float's
+ * (quant_freqs) and range coding of three symbols, decoded back.  A 64-bit FNV-1a digest of every float's
  * bits, frequency and payload byte is compared with SELFTEST_DIGEST, the value the scalar reference
  * computes.  A mismatch (non-IEEE float environment, contraction into FMA, a miscompiled kernel) means
  * this build would write streams other machines cannot decode: nlm_codec_new then fails with
