@@ -36,9 +36,13 @@ def sample_text(n_words, seed):
 
 @pytest.fixture(scope="module")
 def drivers(tmp_path_factory):
+    from concurrent.futures import ThreadPoolExecutor
+
     d = tmp_path_factory.mktemp("dual")
-    return {name: cbuild.build("codec_driver.c", cbuild.CORE, d, flavour, cc=cc, strict=False, name=name)
-            for name, (cc, flavour) in BUILDS.items() if shutil.which(cc)}
+    with ThreadPoolExecutor(2) as ex:
+        futs = {name: ex.submit(cbuild.build, "codec_driver.c", cbuild.CORE, d, flavour, cc=cc, strict=False, name=name)
+                for name, (cc, flavour) in BUILDS.items() if shutil.which(cc)}
+        return {name: f.result() for name, f in futs.items()}
 
 
 def test_clang_builds_the_core(drivers):
