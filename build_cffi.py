@@ -1,22 +1,15 @@
-"""cffi (API mode) binding of the C core, and the one list of core sources and compiler flags.
+"""cffi (API mode) binding of the C core.  The cdef below mirrors csrc/nlm.h (the only public header).
 
-setup.py imports CORE_SOURCES / EXTRA_COMPILE_ARGS from here so both bindings compile the same core
-with the same flags.  The cdef below mirrors csrc/nlm.h (the only public header).
+Sources and compiler flags come from build_flags.py, the one build definition (setup.py uses it too).
 """
-import glob
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # build backends do not put the source dir on sys.path
 
 from cffi import FFI
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = sorted(
-    os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.c"), recursive=True)
-)
-INCLUDE_DIRS = ["csrc"]
-# Determinism: no contraction into FMA, no fast-math, no -march.  -O2 is the optimised build.
-EXTRA_COMPILE_ARGS = ["-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-unsafe-math-optimizations",
-                      "-fexcess-precision=standard", "-std=gnu11", "-Wall", "-Wno-unused-function"]
-DEFINE_MACROS = [("NLM_NO_SIMD", "1")] if os.environ.get("NLMCODEC_NO_SIMD") == "1" else []
+from build_flags import CORE_SOURCES, DEFINE_MACROS, EXTRA_COMPILE_ARGS, INCLUDE_DIRS
 
 CDEF = """
 typedef int32_t nlm_status;

@@ -1,8 +1,8 @@
 """Build nlmcodec: one C core (csrc/), two bindings (Cython extension, cffi API-mode module).
 
-The determinism contract (codec/FORMAT.md, section "Arithmetic") is enforced here: every C file of the core is
-compiled with -ffp-contract=off and without fast-math; SIMD paths are chosen at run time inside the
-core, never by -march flags.  NLMCODEC_NO_SIMD=1 builds the scalar-only core (used by the dual-build test).
+The determinism contract (codec/FORMAT.md, section "Arithmetic") is enforced by build_flags.py, the one
+build definition of the C core: -std=c11, -ffp-contract=off, no fast-math, no -march (SIMD paths are
+chosen at run time inside the core).  NLMCODEC_NO_SIMD=1 builds the scalar-only core.
 """
 import os
 import sys
@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # PEP 517 backen
 from setuptools import Extension, setup
 from Cython.Build import cythonize
 
-from build_cffi import CORE_SOURCES, INCLUDE_DIRS, EXTRA_COMPILE_ARGS, DEFINE_MACROS
+from build_flags import CORE_SOURCES, DEFINE_MACROS, EXTRA_COMPILE_ARGS, INCLUDE_DIRS
 
 ext = Extension(
     "nlmcodec._nlm_cy",

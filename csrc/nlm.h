@@ -43,6 +43,11 @@ enum {
 /* Name and message of an error code ("unknown error" for codes not in the list). */
 const char* nlm_error_name(int code);
 
+/* Run-time arithmetic self-test (csrc/codec/selftest.c): a fixed tiny forward pass, quantisation and
+ * range coding compared with stored bits.  NLM_OK, or NLM_ERR_SELFTEST when this build or machine does not
+ * compute the format's arithmetic.  Runs once per process (thread-safe); nlm_codec_new calls it. */
+int nlm_selftest(void);
+
 /* ---- lexer (codec/FORMAT.md §1) ---- */
 /* One token.  Body bytes are src[off, off+len) in their original case; the gap bytes (whitespace before
  * the body) are src[gap_off, gap_off+gap_len).  kind: 0 END, 1 WORD, 2 NUMBER, 3 SYMBOL. */

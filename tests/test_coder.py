@@ -1,25 +1,21 @@
 """Range coder, Fenwick tree and quantiser (csrc/coder): builds tests/c/test_coder.c twice, -O2 and
--O0 -DNLM_NO_SIMD, runs both and checks they agree bit for bit (quantiser output, coded bytes)."""
-import os
+-O0 -DNLM_NO_SIMD, runs both and checks they agree bit for bit (quantiser output, coded bytes); the portable
+128-bit steps of the quantiser (csrc/coder/wide.h) against unsigned __int128 (tests/c/test_wide.c)."""
+import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CSRC = os.path.join(ROOT, "csrc")
-FLAGS = ["-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-Wall", "-Wno-unused-function"]
-SOURCES = [os.path.join(CSRC, "coder", "rc.c"), os.path.join(CSRC, "coder", "quant.c"),
-           os.path.join(CSRC, "kernels", "kern.c"), os.path.join(CSRC, "kernels", "kern_math.c")]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
+import cbuild  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
 
 
-def build(tmp_path, name, opt):
-    exe = str(tmp_path / name)
-    srcs = [os.path.join(ROOT, "tests", "c", "test_coder.c")] + [s for s in SOURCES if os.path.exists(s)]
-    cmd = ["gcc", *opt, *FLAGS, "-I", CSRC, *srcs, "-lm", "-o", exe]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return exe
+def build(tmp_path, name, flavour):
+    return str(cbuild.build("test_coder.c", cbuild.CODER, tmp_path, flavour, strict=False, name=name))
 
 
 def run(exe):
@@ -31,8 +27,8 @@ def run(exe):
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("coder")
-    o2 = run(build(tmp, "t_o2", ["-O2"]))
-    o0 = run(build(tmp, "t_o0", ["-O0", "-DNLM_NO_SIMD"]))
+    o2 = run(build(tmp, "t_o2", "simd"))
+    o0 = run(build(tmp, "t_o0", "ref"))
     return o2, o0
 
 
@@ -54,3 +50,10 @@ def test_flush_is_short(outputs):
     o2, _ = outputs
     m = re.search(r"max_bytes_one_symbol (\d+)", o2)
     assert int(m.group(1)) <= 5  # one symbol of F <= 2^30: at most 30 bits of information + flush
+
+
+def test_wide_matches_int128(tmp_path):
+    exe = cbuild.build("test_wide.c", [], tmp_path, "simd")
+    r = subprocess.run([str(exe), "2000000"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ALL OK" in r.stdout, r.stdout + r.stderr
+    assert re.search(r"wide cases (\d+) fails 0", r.stdout) and int(r.stdout.split()[2]) > 10_000_000

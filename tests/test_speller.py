@@ -8,18 +8,22 @@
 Only train and dev are read (never bench or ood)."""
 import collections
 import os
+import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CSRC = os.path.join(ROOT, "csrc")
 from corpus_cache import CORPUS as _CORPUS, head_text
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
+import cbuild  # noqa: E402
+
+CSRC = cbuild.CSRC
+
 CORPUS = str(_CORPUS)
-FLAGS = ["-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-Wall", "-Wno-unused-function"]
-SOURCES = [os.path.join(CSRC, "speller", "speller.c"), os.path.join(CSRC, "coder", "rc.c")]
+SOURCES = [CSRC / "speller" / "speller.c", CSRC / "coder" / "rc.c"]
 WORD = re.compile(rb"[A-Za-z]+")
 
 
@@ -52,12 +56,8 @@ def lists(tmp_path_factory):
     return tmp, paths
 
 
-def build_run(tmp, name, opt, paths, extra=()):
-    exe = str(tmp / name)
-    cmd = ["gcc", *opt, *FLAGS, "-I", CSRC, os.path.join(ROOT, "tests", "c", "test_speller.c"), *SOURCES,
-           "-lm", "-o", exe]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+def build_run(tmp, name, flavour, paths, extra=()):
+    exe = str(cbuild.build("test_speller.c", SOURCES, tmp, flavour, strict=False, name=name))
     r = subprocess.run([exe, *paths, *extra], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "ALL OK" in r.stdout, r.stdout + r.stderr
     return r.stdout
@@ -65,9 +65,9 @@ def build_run(tmp, name, opt, paths, extra=()):
 
 def test_speller(lists):
     tmp, paths = lists
-    o2 = build_run(tmp, "s_o2", ["-O2"], paths)
+    o2 = build_run(tmp, "s_o2", "simd", paths)
     print(o2)
-    o0 = build_run(tmp, "s_o0", ["-O0", "-DNLM_NO_SIMD"], paths, ["quick"])
+    o0 = build_run(tmp, "s_o0", "ref", paths, ["quick"])
     assert re.findall(r"^hash .*$", o2, re.M) == re.findall(r"^hash .*$", o0, re.M)
     primed = float(re.search(r"novel_primed .*?spell_bits_per_symbol_incl_end ([0-9.]+)", o2).group(1))
     unprimed = float(re.search(r"novel_unprimed .*?spell_bits_per_symbol_incl_end ([0-9.]+)", o2).group(1))

@@ -12,11 +12,11 @@
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include <math.h> /* log2: statistics only, never feeds coding */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fpenv.h"   /* nlm_fpenv_enter, nlm_fpenv_leave */
 #include "codec/gapmix.h"   /* GapMix: column-aware gap counts */
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
@@ -266,6 +266,8 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
                         const uint8_t* speller_prime, size_t speller_prime_len, int* err) {
     int e = NLM_ERR_CONFIG;
     NlmModel* m = NULL;
+    if ((e = nlm_selftest()) != NLM_OK) goto fail; /* once per process: this machine computes the format */
+    e = NLM_ERR_CONFIG;
     if (!cfg || !params || !ms_le || !class_start_le || !vocab_blob || nlm_param_count(cfg) == 0 ||
         cfg->V > (1 << 22))
         goto fail;
@@ -304,6 +306,7 @@ fail:
 NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     int e = NLM_OK;
     NlmCodec* c = NULL;
+    if ((e = nlm_selftest()) != NLM_OK) goto fail; /* once per process (cached after the first call) */
     if (!model) { e = NLM_ERR_CONFIG; goto fail; }
     if (!(c = (NlmCodec*)calloc(1, sizeof *c))) { e = NLM_ERR_NOMEM; goto fail; }
     rc_enc_init(&c->rc.enc);

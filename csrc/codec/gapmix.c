@@ -10,6 +10,7 @@
  * against the network alone, gaps cost 40% fewer bytes on a dev book (whole output -1.7% static, -2.1%
  * dynamic) and about the same on dev technical text; K in 8..64 and LIMIT in 60..1000 were within 0.2%.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "codec/gapmix.h"
 
 #include <string.h>

@@ -13,6 +13,7 @@
  *   decoder  code = (value - low) in the window, 7 bytes read at init; target = code / r;
  *            code -= r*cum; range = r*f; while range < 2^48: code = code << 8 | next byte.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "coder/rc.h"
 
 #include <stdlib.h>

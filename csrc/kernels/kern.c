@@ -7,9 +7,6 @@
  * give the scalar bits.  Elementwise kernels (axpy, adds, outer products, the update) are exact at any
  * width.  NLM_NO_SIMD builds the scalar code only.
  */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
 #include "../common/fpenv.h"
 #include "kern.h"
 
@@ -19,6 +16,7 @@
 
 #if !defined(NLM_NO_SIMD) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
 #define KERN_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define KERN_X86 0
@@ -386,9 +384,14 @@ __attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const f
     decay_toward_scalar(th + i, th0 + i, q, n - i);
 }
 
+/* CPUID.1:ECX bit 29, read directly: clang 14 rejects __builtin_cpu_supports("f16c").  The F16C path is
+ * taken only at level 2, whose AVX2 check also covers the OS's saving of the YMM registers. */
 static int kern_has_f16c(void) {
     static int v = -1;
-    if (v < 0) v = __builtin_cpu_supports("f16c") ? 1 : 0;
+    if (v < 0) {
+        unsigned int a, b, c, d;
+        v = (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u)) ? 1 : 0;
+    }
     return v;
 }
 

@@ -6,9 +6,6 @@
  * and give the scalar bits.  Constants: Cephes expf (S. Moshier), Cody–Waite split of ln 2.  Also owns the
  * kernels built on exp: the quantiser's max and exp/sum pass and the backward's softmax (kern.h).
  */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
 #include "../common/fpenv.h"
 #include "kern.h"
 

@@ -4,6 +4,7 @@
  * the decoder uses.  Not here: anything about probabilities or coding (csrc/codec/codec.c).
  * Pure integer code; one pass, O(n).
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "lexer/lex.h"
 
 #include <stdlib.h>

@@ -32,6 +32,7 @@
  * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that save,
  * restore and reset are memcpy.
  */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "speller/speller.h"
 
 #include <math.h>

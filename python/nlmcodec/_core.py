@@ -10,17 +10,19 @@ from ._errors import NLMError, check
 
 
 def _dtypes():
+    """The C core reads and writes native-endian structs: every dtype handed to or read from C is "=" (native),
+    so a big-endian host gets the right numbers (the model *file* stays little-endian: _model.py)."""
     import numpy as np
 
-    token = np.dtype([("off", "<u4"), ("len", "<u4"), ("gap_off", "<u4"), ("gap_len", "<u4"),
+    token = np.dtype([("off", "=u4"), ("len", "=u4"), ("gap_off", "=u4"), ("gap_len", "=u4"),
                       ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
     assert token.itemsize == native.TOKEN_SIZE
     # One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
     # case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
     # coded class with p = p(class) * p(word | class) (id -1 = none).
-    trace = np.dtype([("off", "<u4"), ("len", "<u4"), ("word", "<i4"), ("kind", "u1"), ("case", "u1"),
-                      ("gap", "u1"), ("flags", "u1"), ("bits", "<f8", (7,)), ("top_id", "<i4", (3,)),
-                      ("top_p", "<f4", (3,))])
+    trace = np.dtype([("off", "=u4"), ("len", "=u4"), ("word", "=i4"), ("kind", "u1"), ("case", "u1"),
+                      ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (7,)), ("top_id", "=i4", (3,)),
+                      ("top_p", "=f4", (3,))])
     assert trace.itemsize == native.TRACE_SIZE
     return {"TOKEN_DTYPE": token, "TRACE_DTYPE": trace}
 

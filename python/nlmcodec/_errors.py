@@ -33,5 +33,7 @@ def check(code, what=""):
         prefix = f"{what}: " if what else ""
         if code == ERR_NOMEM:
             raise MemoryError(prefix + native.error_name(code))
+        if code == ERR_SELFTEST:   # name it: the user must know the build, not the data, is at fault
+            prefix += "NLM_ERR_SELFTEST: "
         raise NLMError(prefix + native.error_name(code), code=code)
     return code

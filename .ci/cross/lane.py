@@ -1,0 +1,105 @@
+"""lane.py: the cross-architecture lane (issue 12): the golden vectors decode and re-encode to the same
+bytes on aarch64 and on big-endian s390x as on x86-64.
+
+Steps: export the vectors' word-model blocks (export_blocks.py, on this host); build the C core and
+tests/c/vector_driver.c with build_flags.py's flags natively and with Debian's cross compilers
+(aarch64-linux-gnu-gcc, s390x-linux-gnu-gcc; static, so qemu-user needs no sysroot); check each
+target's core objects for fused multiply-add instructions (cbuild.fma_instructions with the target's
+objdump); run tests/c/fpenv_probe.c (the FP environment guard against a hostile rounding mode and
+flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x.  A target whose tools are missing
+is reported as SKIPPED (.ci/cross.sh installs them with apt-get where it can); a mismatch, a failed build
+or an FMA instruction exits 1.  Usage: python .ci/cross/lane.py [--models tiny,default]
+"""
+import argparse
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "c"))
+import cbuild  # noqa: E402
+from cbuild import build_flags  # noqa: E402
+
+# Emulated targets replay the vectors whose work (decoded bytes x model parameters) is at most this: every
+# vector but the two 144 KB default-model ones (1.4e12 each): natively, the scalar core replays all vectors
+# in 13.1 s of CPU and the others in 2.4 s, and qemu-user multiplies that by tens.  The native run replays
+# every vector.
+LIGHT_BUDGET = 1e11
+# name, compiler, objdump, runner (None = native)
+TARGETS = [("x86-64 (native)", "gcc", "objdump", None),
+           ("aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump", "qemu-aarch64"),
+           ("s390x (big-endian)", "s390x-linux-gnu-gcc", "s390x-linux-gnu-objdump", "qemu-s390x")]
+
+
+def build(cc, objdump, out: pathlib.Path):
+    """Core objects, FMA check on them, then the static vector driver and FP environment probe.
+    Returns ([driver, probe], FMA hits)."""
+    out.mkdir(parents=True, exist_ok=True)
+    objs, hits = [], []
+    for src in build_flags.core_sources():
+        o = out / (pathlib.Path(src).stem + ".o")
+        cmd = build_flags.cc_command(cc, "simd", o, [src], ["-c"])[:-1]   # no -lm when compiling only
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        objs.append(o)
+        hits += cbuild.fma_instructions(o, objdump)[1]
+    exes = []
+    for prog in ("vector_driver", "fpenv_probe"):
+        exes.append(out / prog)
+        cmd = build_flags.cc_command(cc, "simd", exes[-1], [ROOT / "tests" / "c" / f"{prog}.c", *objs], ["-static"])
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return exes, hits
+
+
+def run_target(name, cc, objdump, runner, tmp):
+    """Build and run one target: (name, "skipped" | "build failed" | "ran" | "failed", its log)."""
+    missing = [t for t in (cc, objdump, runner) if t and not shutil.which(t)]
+    if missing:
+        return name, "skipped", f"== {name}: SKIPPED, not installed: {', '.join(missing)}\n"
+    t1 = time.monotonic()
+    try:
+        (exe, probe), hits = build(cc, objdump, tmp / cc)
+    except subprocess.CalledProcessError as e:
+        return name, "build failed", f"== {name}: BUILD FAILED\n{' '.join(map(str, e.cmd))}\n{e.stderr}\n"
+    log = [f"== {name}: built with {cc} ({time.monotonic() - t1:.0f} s); fused multiply-adds in the core: "
+           f"{len(hits)}{' ' + str(hits[:3]) if hits else ''}\n"]
+    pre = [runner] if runner else []
+    p = subprocess.run(pre + [str(probe)], text=True, capture_output=True)
+    log.append(p.stdout + p.stderr)
+    t1 = time.monotonic()
+    blocks = tmp / "vec" / ("blocks_light.bin" if runner and LIGHT_BUDGET else "blocks.bin")
+    r = subprocess.run(pre + [str(exe), str(blocks)], text=True, capture_output=True)
+    log += [r.stdout, r.stderr, f"== {name}: exit {r.returncode} in {time.monotonic() - t1:.0f} s\n"]
+    ok = r.returncode == 0 and p.returncode == 0 and not hits
+    return name, "ran" if ok else "failed", "".join(log)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="", help="only the vectors of these models (default: all)")
+    args = ap.parse_args(argv)
+    t0 = time.monotonic()
+    failed, ran = [], []
+    with tempfile.TemporaryDirectory(prefix="nlm-cross-") as tmp:
+        tmp = pathlib.Path(tmp)
+        exp = [sys.executable, str(ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp / "vec"),
+               "--light-budget", str(LIGHT_BUDGET)]
+        subprocess.run(exp + (["--models", args.models] if args.models else []), check=True)
+        with ThreadPoolExecutor(len(TARGETS)) as pool:     # the qemu runs take minutes: in parallel
+            results = list(pool.map(lambda t: run_target(*t, tmp), TARGETS))
+        for name, status, log in results:
+            sys.stdout.write(log)
+            if status == "ran" or status == "failed":
+                ran.append(name)
+            if status in ("failed", "build failed"):
+                failed.append(name)
+    print(f"cross-architecture lane: ran {', '.join(ran) or 'nothing'}; "
+          f"{'FAILED: ' + ', '.join(failed) if failed else 'all identical'} ({time.monotonic() - t0:.0f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
