@@ -1,10 +1,12 @@
 /* kern.h: the float kernels of the C core (codec/FORMAT.md §2).
  *
  * Owns every float reduction and transcendental on the coding path: the 16-lane canonical dot product,
- * matrix-vector products, the elementwise update kernels used by the backward pass, and the exp/tanh
- * polynomials, the quantiser's max/exp/sum pass and the glue of the model.  Each kernel has a scalar
- * reference and, on x86 unless NLM_NO_SIMD is defined, SSE2, AVX2 and AVX-512 paths chosen at run time; every path gives the same bits as the scalar code (no FMA; products are
- * rounded, then added; only the canonical order).  Kernels know nothing of the model or the coder.
+ * matrix-vector products, the elementwise update kernels used by the backward pass, the exp/tanh
+ * polynomials, the quantiser's vector passes and the glue loops of the model.  Each kernel has a scalar
+ * reference and, on x86 unless NLM_NO_SIMD is defined, SIMD paths chosen at run time (SSE2, AVX2, AVX-512F;
+ * some kernels have no SSE2 form and run scalar there); every path gives the same bits as the scalar code
+ * (no FMA; products are rounded, then added; only the canonical order).  Kernels know nothing of the model
+ * or the coder.
  *
  * The kernels do not touch the floating-point environment: callers (model/, coder/) wrap their exported
  * entry points in nlm_fpenv_enter/leave (common/fpenv.h).  Argument order: outputs, inputs, dimensions.
