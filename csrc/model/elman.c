@@ -104,7 +104,7 @@ struct Elman {
     int32_t *lsE, *lsO, *lsB;  /* touched rows, in first-touch order */
     int32_t* lsC;              /* (seg_cap) touched classes, in first-touch order */
     int nE, nO, nB, nC;
-    float *dh, *dhn, *dx, *zt; /* (H) (H) (D) (maxz) */
+    float *dh, *dhn, *dx;      /* (H) (H) (D) */
     /* per-token backward vectors, row i = token T-1-i (the order the outer products are summed in) */
     float *bzc, *bzw, *bzk, *bzg, *bda, *bx; /* (S×C) (S×maxcs) (S×4) (S×8) (S×H) (S×D) */
     const float **pd, **px;                  /* (S) pointer lists for kern_outer_acc_seq */
@@ -279,7 +279,7 @@ void elman_free(Elman* m) {
                   m->brow, m->borow, m->p,   m->t0,   m->matE,  m->matB,  m->matC,   m->segi,   m->segf,
                   m->gd,   m->gE,   m->gWo,  m->gbo,  m->gBc,   m->gBg,   m->stE,    m->stO,    m->stB,
                   m->slE,  m->slO,  m->slB,  m->lsE,  m->lsO,   m->lsB,   m->lsC,    m->dh,     m->dhn,
-                  m->dx,   m->zt,   m->bzc,  m->bzw,  m->bzk,   m->bzg,   m->bda,    m->bx,     (void*)m->pd,
+                  m->dx,   m->bzc,  m->bzw,  m->bzk,   m->bzg,   m->bda,    m->bx,     (void*)m->pd,
                   (void*)m->px, m->stC, m->lastE, m->lastC, m->lastB, m->s_p, m->s_h, m->s_segf, m->s_matE,
                   m->s_matB, m->s_matC, m->s_lastE, m->s_lastC, m->s_lastB, m->s_segi};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
@@ -298,8 +298,6 @@ Elman* elman_new(const ElmanWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t maxcs = (size_t)m->maxcs;
-    size_t maxz = C > maxcs ? C : maxcs;
-    if (maxz < 8) maxz = 8;
     int ok = 1;
 #define ALLOC(field, nb) ok &= (m->field = walloc(&m->bytes, (nb), 1)) != NULL
     ALLOC(h, H * 4);
@@ -344,7 +342,6 @@ Elman* elman_new(const ElmanWeights* w, int adapt, int* err) {
         ALLOC(dh, H * 4);
         ALLOC(dhn, H * 4);
         ALLOC(dx, D * 4);
-        ALLOC(zt, maxz * 4);
         ALLOC(bzc, S * C * 4);
         ALLOC(bzw, S * maxcs * 4);
         ALLOC(bzk, S * 4 * 4);
@@ -548,14 +545,10 @@ void elman_params(const Elman* m, float* out) {
 
 /* ---- forward ---- */
 
-static void add_bias(float* z, const float* b, int n) {
-    for (int i = 0; i < n; i++) z[i] = z[i] + b[i];
-}
-
 static void class_logits(Elman* m) {
     if (m->zc_ok) return;
     kern_matvec(m->zc, dense(m, ELM_WC), m->h, m->C, m->H);
-    add_bias(m->zc, dense(m, ELM_BC), m->C);
+    kern_add(m->zc, m->zc, dense(m, ELM_BC), m->C);
     m->zc_ok = 1;
 }
 
@@ -575,21 +568,21 @@ static void word_logits(Elman* m, int c) {
             kern_matvec(m->zw, w->w32 + o, m->h, n, m->H);
         bo = theta0(w, ob, (size_t)n, m->borow);
     }
-    add_bias(m->zw, bo, n);
+    kern_add(m->zw, m->zw, bo, n);
     m->zw_c = c;
 }
 
 static void case_logits(Elman* m, int w) {
     if (m->zk_w == w) return;
     kern_matvec(m->zk, dense(m, ELM_UC), m->h, 4, m->H);
-    add_bias(m->zk, bcase_row(m, w), 4);
+    kern_add(m->zk, m->zk, bcase_row(m, w), 4);
     m->zk_w = w;
 }
 
 static void gap_logits(Elman* m, int w) {
     if (m->zg_w == w) return;
     kern_matvec(m->zg, dense(m, ELM_UG), m->h, 8, m->H);
-    add_bias(m->zg, bgap_row(m, w), 8);
+    kern_add(m->zg, m->zg, bgap_row(m, w), 8);
     m->zg_w = w;
 }
 
@@ -634,10 +627,7 @@ static void input_vec(Elman* m, float* x, int w, int k, int g) {
     const float* e = e_row(m, w, m->erow);
     const float* ec = dense(m, ELM_ECASE) + (size_t)k * m->D;
     const float* eg = dense(m, ELM_EGAP) + (size_t)g * m->D;
-    for (int i = 0; i < m->D; i++) {
-        float s = e[i] + ec[i];
-        x[i] = s + eg[i];
-    }
+    kern_add3(x, e, ec, eg, m->D);
 }
 
 static int end_segment(Elman* m);
@@ -670,29 +660,13 @@ void elman_advance(Elman* m, int w, int ccase, int gap, int case_coded) {
     input_vec(m, m->xbuf, w, ccase, gap);
     kern_matvec(m->pre, dense(m, ELM_WX), m->xbuf, H, m->D);
     kern_matvec(m->tmp, dense(m, ELM_WH), m->h, H, H);
-    const float* bh = dense(m, ELM_BH);
-    for (int i = 0; i < H; i++) {
-        float s = m->pre[i] + m->tmp[i];
-        m->pre[i] = s + bh[i];
-    }
+    kern_add3(m->pre, m->pre, m->tmp, dense(m, ELM_BH), H); /* (Wx·x + Wh·h) + bh */
     kern_tanh_vec(m->h, m->pre, H);
     invalidate(m);
     nlm_fpenv_leave(&fe);
 }
 
 /* ---- backward ---- */
-
-/* p = softmax(z) over n: m = max, e = kern_exp(z - m), S = sum ascending, p = e / S. */
-static void softmax(float* p, float* tmp, const float* z, int n) {
-    float mx = z[0];
-    for (int i = 1; i < n; i++)
-        if (z[i] > mx) mx = z[i];
-    for (int i = 0; i < n; i++) tmp[i] = z[i] - mx;
-    kern_exp_vec(p, tmp, n);
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s = s + p[i];
-    for (int i = 0; i < n; i++) p[i] = p[i] / s;
-}
 
 static int touch(uint32_t* st, int32_t* sl, int32_t* ls, int* n, uint32_t epoch, int r) {
     if (st[r] != epoch) {
@@ -757,35 +731,21 @@ static void backward(Elman* m) {
         memcpy(dh, m->dhn, (size_t)H * 4);
         /* class head */
         float* pz = m->bzc + (size_t)i * C;
-        softmax(pz, m->zt, m->szc + (size_t)t * C, C);
-        pz[c] = pz[c] - 1.0f;
-        for (int j = 0; j < C; j++) gbc[j] = gbc[j] + pz[j];
-        kern_matvec_t_acc(dh, Wc, pz, C, H);
+        kern_head_backward(dh, gbc, pz, m->szc + (size_t)t * C, Wc, C, H, c);
         /* word head, rows a..b */
         int a = cs[c], n = cs[c + 1] - a;
         pz = m->bzw + (size_t)i * m->maxcs;
-        softmax(pz, m->zt, m->szw + (size_t)t * m->maxcs, n);
-        pz[w - a] = pz[w - a] - 1.0f;
-        for (int j = 0; j < n; j++) {
-            int sl = m->slO[a + j];
-            m->gbo[sl] = m->gbo[sl] + pz[j];
-        }
-        kern_matvec_t_acc(dh, Wo + (size_t)a * H, pz, n, H);
+        /* the class's rows have consecutive gradient slots */
+        kern_head_backward(dh, m->gbo + m->slO[a], pz, m->szw + (size_t)t * m->maxcs, Wo + (size_t)a * H, n, H, w - a);
         /* case head over symbols 0..2 */
         int sb = m->slB[w];
         if (cc) {
             pz = m->bzk + (size_t)i * 4;
-            softmax(pz, m->zt, m->szk + (size_t)t * 4, 3);
-            pz[k] = pz[k] - 1.0f;
-            for (int j = 0; j < 3; j++) m->gBc[(size_t)sb * 4 + j] = m->gBc[(size_t)sb * 4 + j] + pz[j];
-            kern_matvec_t_acc(dh, Uc, pz, 3, H);
+            kern_head_backward(dh, m->gBc + (size_t)sb * 4, pz, m->szk + (size_t)t * 4, Uc, 3, H, k);
         }
         /* gap head */
         pz = m->bzg + (size_t)i * 8;
-        softmax(pz, m->zt, m->szg + (size_t)t * 8, 8);
-        pz[g] = pz[g] - 1.0f;
-        for (int j = 0; j < 8; j++) m->gBg[(size_t)sb * 8 + j] = m->gBg[(size_t)sb * 8 + j] + pz[j];
-        kern_matvec_t_acc(dh, Ug, pz, 8, H);
+        kern_head_backward(dh, m->gBg + (size_t)sb * 8, pz, m->szg + (size_t)t * 8, Ug, 8, H, g);
         if (t == 0) break;
         /* transition that produced s_t from token t-1 */
         float* da = m->bda + (size_t)i * H;
@@ -796,7 +756,7 @@ static void backward(Elman* m) {
         }
         const int32_t* sp = m->segi + (size_t)(t - 1) * 5;
         input_vec(m, m->bx + (size_t)i * D, sp[0], sp[2], sp[3]);
-        for (int j = 0; j < H; j++) gbh[j] = gbh[j] + da[j];
+        kern_add(gbh, gbh, da, H);
         memset(m->dx, 0, (size_t)D * 4);
         kern_matvec_t_acc(m->dx, Wx, da, H, D);
         kern_axpy(m->gE + (size_t)m->slE[sp[0]] * D, 1.0f, m->dx, D);
