@@ -263,16 +263,18 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc, int32_t idx, int32
 static int sp_update(PState* p, const uint8_t* b, int pos, int sym) {
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
     int32_t idx[ORDER + 1], prev[ORDER + 1];
+    PCtx* found[ORDER + 1];
     int lo = -1;
     for (int o = maxo; o >= 0 && lo < 0; o--) {
-        const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+        PCtx* c = found[o] = ctx_find(p, ctx_key(b, pos, o));
         idx[o] = prev[o] = -1;
         if (c && (idx[o] = ctx_sym_idx(p, c, sym, &prev[o])) >= 0) lo = o;
     }
     if (lo < 0) lo = 0;
+    const uint32_t ccap = p->ccap; /* the found pointers stay valid until ctx_get grows the table */
     for (int o = maxo; o >= lo; o--) {
         int err = 0;
-        PCtx* c = ctx_get(p, ctx_key(b, pos, o), &err);
+        PCtx* c = (found[o] && p->ccap == ccap) ? found[o] : ctx_get(p, ctx_key(b, pos, o), &err);
         if (!c) return err ? err : NLM_ERR_NOMEM;
         if ((err = ctx_add(p, c, sym, SPELL_INC, idx[o], prev[o]))) return err;
     }
