@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._errors import ModelFormatError  # noqa: F401  (raised here; defined with NLMError, re-exported)
+
 MAGIC = b"\x89NLMM\r\n\x1a"
 MODEL_FORMAT_VERSION = 1
 DTYPE_F32, DTYPE_F16 = 0, 1
@@ -24,10 +26,6 @@ MAX_BODY = 32
 MAX_PRIME = 64 << 20
 MAX_META = 16 << 20
 _HDR = struct.Struct("<8sIiiiiifffI")   # magic, version, V, D, H, C, seg_len, lr, decay, eps, param dtype
-
-
-class ModelFormatError(ValueError):
-    """The bytes are not a valid nlmcodec model file."""
 
 
 def param_count(V, D, H, C) -> int:
@@ -179,6 +177,10 @@ class Model:
         _check_config(cfg)
         if pdt not in (DTYPE_F16, DTYPE_F32):
             raise ModelFormatError(f"unknown parameter dtype code {pdt}")
+        need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C) * (2 if pdt == DTYPE_F16 else 4) + 4
+        if need > len(b):     # the shape alone needs more bytes than the file has: fail before anything is read
+            raise ModelFormatError(f"truncated model file: V={V} D={D} H={H} C={C} need at least {need} bytes, "
+                                   f"the file has {len(b)}")
         vlen = r.u32("vocabulary size")
         if vlen > V * (1 + MAX_BODY):
             raise ModelFormatError("vocabulary blob too large")
