@@ -10,6 +10,9 @@ format version, the model id, the model name, adapt and check of each, and wheth
 model must reproduce the frame.  errors/<name>.nlm + errors/<name>.why: decoding must raise NLMError with
 a message containing the .why text.
 
+errors/fuzz-*.nlm: inputs found by fuzzing (tests/fuzz/run_fuzz.py), copied as found, with the message of
+the NLMError they raise since the fix; this script does not make them and never touches them.
+
 An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
 would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
 of output bytes needs a new FORMAT_VERSION and new vectors, not edited ones.  Vectors for a bundled model
@@ -157,7 +160,15 @@ def error_vectors():
                                                                                     info.blocks[0].compressed_size))
         k += info.blocks[0].compressed_size                  # the block CRC32
         v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
-    return {V + k: x for k, x in v.items()}
+    out = {V + k: x for k, x in v.items()}
+    # format 2, as this release reads it: word-model blocks of at most 64 KiB (what its encoder wrote)
+    big = _frame.MAX_MODEL_BLOCK_V2 + 1
+    blk = _frame.block_header(_frame.BLOCK_MODEL, True, big, 8) + b"\x00" * 8
+    out["v2-model_block_over_64k"] = (
+        _frame.header_v2(True, _frame.CHECK_CRC32, bytes([0xEE]) * 32, version=2) + blk
+        + _frame.trailer_v2([(big, len(blk))], big, _frame.CHECK_CRC32, 0),
+        f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V2} bytes")
+    return out
 
 
 def _write_new(path: Path, data: bytes, report, check_only):

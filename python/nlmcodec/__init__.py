@@ -64,8 +64,10 @@ MODEL_SUFFIX = ".nlmm"
 # ---------------------------------------------------------------------------------------------- models
 _lock = threading.Lock()
 _model_cache = {}            # (resolved path, mtime_ns, size) -> Model
-_codec_pool = {}             # (model id, adapt) -> [free Codec, ...]
+_codec_pool = {}             # (model id, adapt) -> [free Codec, ...], oldest key first
 _POOL_PER_KEY = 2
+_POOL_KEYS = 8               # codecs are kept for this many (model, adapt) keys: a process that uses many
+                             # models (fuzzing load_model found it) does not keep a codec for each forever
 
 
 def _bundled_dir():
@@ -171,9 +173,12 @@ def _release_codec(codec):
     if key is None:
         return
     with _lock:
-        free = _codec_pool.setdefault(key, [])
+        free = _codec_pool.pop(key, [])        # re-inserted last: the keys stay in order of last use
         if len(free) < _POOL_PER_KEY:
             free.append(codec)
+        _codec_pool[key] = free
+        while len(_codec_pool) > _POOL_KEYS:
+            del _codec_pool[next(iter(_codec_pool))]
 
 
 # ---------------------------------------------------------------------------------------------- objects

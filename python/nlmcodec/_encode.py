@@ -6,8 +6,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
 * Groups of GROUP_SIZE input bytes (cut after the last newline in the final 4 KiB, else the last space,
   else at the size), each coded from the trained state.  The cut depends only on the input, never on how
   it was fed or on the thread count, so the frame is the same for any number of threads.
-* Blocks of BLOCK_SIZE bytes inside a group (same cut rule), so one call into C is about a second of
-  work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
+* Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
+  rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
   word-model block when that is strictly smaller than lzma and stored (counting the 32-byte model id in
   a one-group frame); otherwise the codec is restore()d, so its state is what the decoder will have.
 * The blocks that are not word-model blocks form runs; each run is coded as one lzma block (or stored).

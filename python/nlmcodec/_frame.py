@@ -16,7 +16,7 @@ Format 3 (all fixed-width integers little-endian; "varint" = unsigned LEB128, ca
               | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
     footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
 
-Format 2 (read only) is the same without the block CRC32, with word-model blocks of up to 1 MiB.
+Format 2 (read only) is the same without the block CRC32; its word-model blocks are read up to 64 KiB.
 
 A group is a run of blocks that starts with a group-start block; the word model's state is reset to
 the trained state at every group start and carried across the group's word-model blocks, so groups
@@ -59,7 +59,9 @@ HEADER_SIZE_V2 = 4 + 1 + 1 + 4          # without the model id
 FOOTER_SIZE = 4 + len(FOOTER_MAGIC)
 
 # Decoder limits of formats 2 and 3 (what any valid frame respects; the encoder's choices are in _encode.py).
-MAX_MODEL_BLOCK = 1 << 20     # stored blocks, and format-2 word-model blocks: at most 1 MiB of output each
+MAX_STORED_BLOCK = 1 << 20    # stored blocks: at most 1 MiB each
+MAX_MODEL_BLOCK_V2 = 1 << 16  # format-2 word-model blocks: format 2 allowed 1 MiB, its encoder wrote at most
+                              # 64 KiB; this reader takes no more (a forged block: one 64 KiB block of work)
 MAX_MODEL_BLOCK_V3 = 1 << 16  # format-3 word-model blocks: at most 64 KiB (the encoder's block size), so a
                               # forged block costs at most 64 KiB of decoding before its CRC fails
 BLOCK_CHECK_SIZE = 4          # format 3: CRC32 of a word-model block's output, after its payload
@@ -157,7 +159,7 @@ class LzmaBlockReader:
                     raise NLMError(f"corrupt lzma block {i}: decodes to more bytes than its declared size")
         except lzma.LZMAError as e:
             raise NLMError(f"corrupt lzma block {i}: {e}") from None
-        if not out and self._left:
+        if self._left and (not out or d.eof):      # the stream ended (or stalled) before the declared size
             raise NLMError(f"corrupt lzma block {i}: decodes to fewer bytes than its declared size")
         if self._left == 0:
             if not d.eof:
@@ -261,8 +263,8 @@ def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION)
         raise NLMError(f"corrupt frame: block {index} payload larger than its data")
     if kind == BLOCK_STORED and psize != size:
         raise NLMError(f"corrupt frame: stored block {index} has payload size {psize} != {size}")
-    limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else \
-        MAX_MODEL_BLOCK_V3 if kind == BLOCK_MODEL and version >= 3 else MAX_MODEL_BLOCK
+    limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_STORED_BLOCK if kind == BLOCK_STORED else \
+        MAX_MODEL_BLOCK_V3 if version >= 3 else MAX_MODEL_BLOCK_V2
     if size > limit:
         raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
     return kind, bool(t & TYPE_GROUP_START), size, psize, p
