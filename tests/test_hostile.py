@@ -2,6 +2,7 @@
 format-3 block check and block limits, model files that fail before anything is allocated from them,
 and (slow, real default model) what forged frames cost: tests/hostile_frames.py."""
 import io
+import zlib
 import json
 import subprocess
 import sys
@@ -164,3 +165,25 @@ def test_codec_pool_is_bounded(tiny_model):
         m = tiny_model.with_config(lr=0.001 + i * 1e-6)          # a new model id each time
         assert nlmcodec.decompress(nlmcodec.compress(b"a line of text\n", model=m), model=m) == b"a line of text\n"
     assert len(nlmcodec._codec_pool) <= nlmcodec._POOL_KEYS
+
+
+def test_same_frame_compares_lzma_blocks_by_decoding():
+    """Frames are pinned up to the liblzma build: an lzma block coded differently (another preset here,
+    as another liblzma version might) is the same frame; any other difference is not."""
+    from nlmcodec import _encode
+
+    raw = TEXT * 3
+    e = _encode.FrameEncoder(None, None, None, False, F.CHECK_CRC32)
+    a = e.feed(raw) + e.finish()
+    (kind, _, size, payload, _), = F.iter_blocks(a)
+    assert kind == F.BLOCK_LZMA
+    other = F.lzma_compress(raw, 1)
+    assert other != payload
+    blk = F.block_header(F.BLOCK_LZMA, True, size, len(other)) + other
+    b = (F.header_v2(False, F.CHECK_CRC32, None) + blk
+         + F.trailer_v2([(size, len(blk))], size, F.CHECK_CRC32, zlib.crc32(raw)))
+    assert nlmcodec.decompress(b) == raw and a != b
+    assert F.same_frame(a, b)
+    c = F.header_v2(True, F.CHECK_CRC32, None) + b[F.HEADER_SIZE_V2:]       # the adapt flag differs
+    assert not F.same_frame(a, c)
+    assert not F.same_frame(a, a[:-1])
