@@ -540,6 +540,30 @@ def same_frame(a, b) -> bool:
     return True
 
 
+def frame_digest(frame) -> tuple:
+    """(SHA-256 hex, lzma payload bytes) of a complete format-2/3 frame: the SHA-256 of the frame when it
+    has no lzma block, else of the frame with each lzma block's payload replaced by the SHA-256 of what it
+    decodes to: what nlmcodec itself produces, independent of the liblzma build (issue 12)."""
+    import hashlib
+
+    if not any(k == BLOCK_LZMA for k, *_ in iter_blocks(frame)):
+        scan_frame(frame)
+        return hashlib.sha256(bytes(frame)).hexdigest(), 0
+    h = hashlib.sha256()
+    info, n = scan_frame(frame)
+    h.update(bytes(frame[:parse_header_v2(frame)[3]]))
+    lz = 0
+    for kind, start, size, payload, crc in iter_blocks(frame):
+        h.update(bytes([kind, start]) + varint(size))
+        if kind == BLOCK_LZMA:
+            lz += len(payload)
+            h.update(hashlib.sha256(lzma_decompress(payload, size, 0)).digest())
+        else:
+            h.update(varint(len(payload)) + payload + (crc.to_bytes(4, "little") if crc is not None else b""))
+    h.update(varint(info.decompressed_size) + (bytes(frame[n - 14:n - 10]) if info.check == CHECK_CRC32 else b""))
+    return h.hexdigest(), lz
+
+
 def declared_size(buf) -> int:
     """Output bytes the frame at the start of buf declares, from its headers alone (the format-1 header's
     total; the block sizes of a format-2/3 frame, walked as far as buf holds well-formed block headers).
