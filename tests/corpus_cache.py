@@ -16,11 +16,11 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _corpus_root():
-    """$NLMCODEC_CORPUS, else ../shared/corpus beside the checkout, else /work/shared/corpus."""
-    for c in (os.environ.get("NLMCODEC_CORPUS"), REPO.parent / "shared" / "corpus", "/work/shared/corpus"):
-        if c and (pathlib.Path(c) / "bench").is_dir():
-            return pathlib.Path(c)
-    return REPO.parent / "shared" / "corpus"
+    """The corpus of nlmcodec._bench.corpus_dir ($NLMCODEC_CORPUS, else ../shared/corpus beside the
+    repository); a test module that needs it fails at import, naming NLMCODEC_CORPUS, when there is none."""
+    from nlmcodec._bench import require_corpus_dir
+
+    return pathlib.Path(require_corpus_dir())
 
 
 CORPUS = _corpus_root()

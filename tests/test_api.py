@@ -13,11 +13,11 @@ TEXT = word_salad(4000) + b"\nThe End.\n"
 
 def test_all_is_pinned():
     assert sorted(nlmcodec.__all__) == sorted([
-        "CHECK_CRC32", "CHECK_NONE", "FORMAT_VERSION", "FrameInfo", "NLMCompressor", "NLMDecompressor",
-        "NLMError", "NLMFile", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
+        "CHECK_CRC32", "CHECK_NONE", "FORMAT_VERSION", "FrameInfo", "ModelFormatError", "NLMCompressor",
+        "NLMDecompressor", "NLMError", "NLMFile", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
-    assert nlmcodec.FORMAT_VERSION == 2
+    assert nlmcodec.FORMAT_VERSION == 3
     assert (nlmcodec.CHECK_NONE, nlmcodec.CHECK_CRC32) == (0, 1)
     assert nlmcodec.backend in ("cython", "cffi")
     assert isinstance(nlmcodec.__version__, str) and nlmcodec.__version__[0].isdigit()
@@ -30,10 +30,10 @@ def _sig(f):
 
 def test_signatures():
     assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt=True, check=1, threads=1)"
-    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1)"
+    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1, max_output=None)"
     assert _sig(nlmcodec.get_frame_info) == "(data)"
     assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt=True, check=1, threads=1)"
-    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads"]
+    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads", "max_output"]
     assert list(inspect.signature(nlmcodec.NLMDecompressor.decompress).parameters)[:3] == ["self", "data", "max_length"]
     assert nlmcodec.FrameInfo._fields == ("format_version", "adapt", "check", "model_id", "decompressed_size",
                                           "blocks", "groups")
@@ -65,7 +65,7 @@ def test_load_model_cached(tiny_model_path):
 def test_frame_info(tiny_model, adapt):
     f = nlmcodec.compress(TEXT, model=tiny_model, adapt=adapt)
     info = nlmcodec.get_frame_info(f)
-    assert info.format_version == 2 and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
+    assert info.format_version == 3 and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
     assert info.decompressed_size == len(TEXT)
     assert sum(b.size for b in info.blocks) == len(TEXT)
     assert all(b.kind in ("stored", "lzma", "model") for b in info.blocks)

@@ -1,4 +1,5 @@
-"""Golden vectors (codec/vectors): ok vectors decode byte-exactly and re-encode to the same bytes; error
+"""Golden vectors (codec/vectors): ok vectors decode byte-exactly and re-encode to the same bytes (lzma
+blocks compared by what they decode to, so the test does not depend on the installed liblzma); error
 vectors are rejected with their message; both bindings agree (the other one through a subprocess)."""
 import json
 from pathlib import Path
@@ -69,15 +70,15 @@ def test_ok_vector_reencodes(name):
     model = _model_for(entry)
     if model is None:
         e = _encode.FrameEncoder(None, None, None, entry["adapt"], entry["check"])
-        assert e.feed(raw) + e.finish() == frame
+        assert _frame.same_frame(e.feed(raw) + e.finish(), frame)       # lzma blocks compared by decoding
         bundled = nlmcodec._bundled_files()
         for name_ in sorted(bundled):  # with a model: the same frame, unless the word model wins a block
             out = nlmcodec.compress(raw, model=name_, adapt=entry["adapt"], check=entry["check"])
-            if out != frame:
+            if not _frame.same_frame(out, frame):
                 assert len(out) < len(frame)
                 assert any(b.kind == "model" for b in nlmcodec.get_frame_info(out).blocks)
     else:
-        assert nlmcodec.compress(raw, model=model, adapt=entry["adapt"], check=entry["check"]) == frame
+        assert _frame.same_frame(nlmcodec.compress(raw, model=model, adapt=entry["adapt"], check=entry["check"]), frame)
 
 
 @pytest.mark.parametrize("name", ERR_NAMES)

@@ -36,11 +36,12 @@ def test_payload_matches_model_information(dev_text, adapt):
     assert stats["tokens"] > 20_000
     assert len(payload) * 8 <= ideal_bits * 1.001 + 8 * 8
     assert len(payload) * 8 >= ideal_bits - 64  # the coder cannot beat the model's own information
-    # the frame adds only its headers, index and checks; cutting the text into 64 KiB blocks costs a
+    # the frame adds only its headers, index and checks (a CRC32 per block); cutting the text into 64 KiB blocks costs a
     # coder flush and an end token per block
     frame = nlmcodec.compress(dev_text, model=model, adapt=adapt)
     info = nlmcodec.get_frame_info(frame)
     if all(b.kind == "model" for b in info.blocks):
         n = len(info.blocks)
         assert sum(b.compressed_size for b in info.blocks) <= len(payload) + 16 * n
-        assert len(frame) <= sum(b.compressed_size for b in info.blocks) + 10 + 32 + 7 * n + 30
+        # per block: its type/size varints (<= 7 bytes) and, from format 3 on, the block's CRC32 (4 bytes)
+        assert len(frame) <= sum(b.compressed_size for b in info.blocks) + 10 + 32 + (7 + 4) * n + 30

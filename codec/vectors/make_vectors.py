@@ -2,13 +2,16 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 2 are named v2-*; the unprefixed ones are format 1 (still decoded; format-1 error
-vectors whose meaning changed with format 2 were retired to retired/, see retired/README.md).
+Vectors of format 3 are named v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
 format version, the model id, the model name, adapt and check of each, and whether re-encoding with that
 model must reproduce the frame.  errors/<name>.nlm + errors/<name>.why: decoding must raise NLMError with
 a message containing the .why text.
+
+errors/fuzz-*.nlm: inputs found by fuzzing (tests/fuzz/run_fuzz.py), copied as found, with the message of
+the NLMError they raise since the fix; this script does not make them and never touches them.
 
 An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
 would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
@@ -75,9 +78,10 @@ def nomodel_frame(raw, adapt, check=_frame.CHECK_CRC32):
     return e.feed(raw) + e.finish()
 
 
-def handmade_model_frame(model_id: bytes, payload: bytes, size: int) -> bytes:
+def handmade_model_frame(model_id: bytes, payload: bytes, size: int, block_crc: int = 0) -> bytes:
     """A valid-looking frame with one word-model block (for the wrong/missing model vectors)."""
-    blocks = _frame.block_header(_frame.BLOCK_MODEL, True, size, len(payload)) + payload
+    blocks = (_frame.block_header(_frame.BLOCK_MODEL, True, size, len(payload)) + payload
+              + block_crc.to_bytes(_frame.BLOCK_CHECK_SIZE, "little"))
     return (_frame.header_v2(False, _frame.CHECK_CRC32, model_id) + blocks
             + _frame.trailer_v2([(size, len(blocks))], size, _frame.CHECK_CRC32, 0))
 
@@ -128,7 +132,8 @@ def error_vectors():
     v["truncated_header"] = (base[:9], "truncated frame")
     v["empty_input"] = (b"", "truncated frame")
     v["bad_magic"] = (b"\xb2" + base[1:], "bad magic")
-    v["unknown_version"] = (base[:4] + b"\x03" + base[5:], "unsupported format version 3")
+    nxt = _frame.FORMAT_VERSION + 1
+    v["unknown_version"] = (base[:4] + bytes([nxt]) + base[5:], f"unsupported format version {nxt}")
     v["unknown_flags"] = (base[:5] + bytes([base[5] | 0x80]) + base[6:], "unknown flags")
     v["flipped_bit_header"] = (stored[:5] + bytes([stored[5] ^ 0x01]) + stored[6:], "header checksum mismatch")
     mid = first + 100
@@ -144,7 +149,26 @@ def error_vectors():
     v["wrong_model_id"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, 10), "not bundled")
     # a valid header whose stored block claims more bytes than the frame holds
     v["block_past_end"] = (stored[:first + 50], "truncated frame")
-    return {V + k: x for k, x in v.items()}
+    # format 3: word-model blocks are at most 64 KiB, and carry the CRC32 of their output
+    v["model_block_too_large"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, _frame.MAX_MODEL_BLOCK_V3 + 1),
+                                  f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V3} bytes")
+    if "tiny" in nlmcodec._bundled_files():
+        good = nlmcodec.compress(ENGLISH, model="tiny", adapt=False)
+        info = nlmcodec.get_frame_info(good)
+        assert [b.kind for b in info.blocks] == ["model"], info
+        k = _frame.HEADER_SIZE_V2 + _frame.MODEL_ID_SIZE + len(_frame.block_header(2, True, info.blocks[0].size,
+                                                                                    info.blocks[0].compressed_size))
+        k += info.blocks[0].compressed_size                  # the block CRC32
+        v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
+    out = {V + k: x for k, x in v.items()}
+    # format 2, as this release reads it: word-model blocks of at most 64 KiB (what its encoder wrote)
+    big = _frame.MAX_MODEL_BLOCK_V2 + 1
+    blk = _frame.block_header(_frame.BLOCK_MODEL, True, big, 8) + b"\x00" * 8
+    out["v2-model_block_over_64k"] = (
+        _frame.header_v2(True, _frame.CHECK_CRC32, bytes([0xEE]) * 32, version=2) + blk
+        + _frame.trailer_v2([(big, len(blk))], big, _frame.CHECK_CRC32, 0),
+        f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V2} bytes")
+    return out
 
 
 def _write_new(path: Path, data: bytes, report, check_only):

@@ -11,11 +11,14 @@ The API follows lzma and compression.zstd::
     with nlmcodec.open("x.txt.nlm", "wt") as f:    # file objects, like lzma.open (rb wb ab xb rt wt at xt)
         f.write("text")
 
-Frames (codec/FORMAT.md §7, format 2) are self-describing and streamable: a header (magic, version,
+Frames (codec/FORMAT.md §7, format 3) are self-describing and streamable: a header (magic, version,
 flags, the model id), blocks that each carry their own small header (stored, lzma or word-model blocks),
 then a trailer with an index of the groups, the total size and a CRC32 of the data.  Memory is bounded
 whatever the input size; threads=N codes N groups at once and never changes the output bytes.  Frames of
-format 1 (nlmcodec 0.1.0) still decode.
+formats 1 and 2 still decode.
+
+Untrusted input: decompress, NLMDecompressor and open (reading) take max_output=N (like lzma's
+memlimit): a frame declaring more than N bytes of output raises NLMError before that output is decoded.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import threading
 from pathlib import Path
 
 from ._backend import backend
-from ._errors import NLMError
+from ._errors import ModelFormatError, NLMError
 from . import _decode, _encode, _frame
 from ._frame import CHECK_CRC32, CHECK_NONE, FORMAT_VERSION, FrameInfo, get_frame_info
 
@@ -48,6 +51,7 @@ __all__ = [
     "CHECK_NONE",
     "FORMAT_VERSION",
     "FrameInfo",
+    "ModelFormatError",
     "NLMCompressor",
     "NLMDecompressor",
     "NLMError",
@@ -66,8 +70,10 @@ MODEL_SUFFIX = ".nlmm"
 # ---------------------------------------------------------------------------------------------- models
 _lock = threading.Lock()
 _model_cache = {}            # (resolved path, mtime_ns, size) -> Model
-_codec_pool = {}             # (model id, adapt) -> [free Codec, ...]
+_codec_pool = {}             # (model id, adapt) -> [free Codec, ...], oldest key first
 _POOL_PER_KEY = 2
+_POOL_KEYS = 8               # codecs are kept for this many (model, adapt) keys: a process that uses many
+                             # models (fuzzing load_model found it) does not keep a codec for each forever
 
 
 def _bundled_dir() -> Path:
@@ -191,9 +197,12 @@ def _release_codec(codec):
     if key is None:
         return
     with _lock:
-        free = _codec_pool.setdefault(key, [])
+        free = _codec_pool.pop(key, [])        # re-inserted last: the keys stay in order of last use
         if len(free) < _POOL_PER_KEY:
             free.append(codec)
+        _codec_pool[key] = free
+        while len(_codec_pool) > _POOL_KEYS:
+            del _codec_pool[next(iter(_codec_pool))]
 
 
 # ---------------------------------------------------------------------------------------------- objects
@@ -203,6 +212,17 @@ def _check_arg(check):
     if check not in (CHECK_NONE, CHECK_CRC32):
         raise ValueError(f"invalid check {check!r}: use CHECK_NONE or CHECK_CRC32")
     return check
+
+
+def _max_output_arg(max_output):
+    """max_output: None (no bound) or an int >= 0."""
+    if max_output is None:
+        return None
+    if isinstance(max_output, bool) or not isinstance(max_output, int):
+        raise TypeError(f"max_output must be an int or None, not {type(max_output).__name__}")
+    if max_output < 0:
+        raise ValueError("max_output must be >= 0 (or None: no bound)")
+    return max_output
 
 
 def _threads_arg(threads):
@@ -272,12 +292,19 @@ class NLMDecompressor(_NoPickle):
     After an error every further call raises the same error.  model: None finds a bundled model by the id
     in the frame; an explicit model must match that id (else NLMError "model mismatch").  threads:
     groups decoded at once (0 = one per core); one thread keeps at most one block of output.
+
+    max_output: None (no bound), or the most bytes the frame may decode to.  The bound is checked against
+    the sizes the frame declares: a block that would take the output past it raises NLMError ("output
+    limit") before it is decoded, so the work and the output are bounded by max_output whatever the
+    frame claims.  (Like lzma's memlimit; it bounds the output, which is what the memory of a one-shot
+    decompress holds.)
     """
 
-    def __init__(self, *, model=None, threads=1):
+    def __init__(self, *, model=None, threads=1, max_output=None):
         threads = _threads_arg(threads)
+        self.max_output = _max_output_arg(max_output)
         self._model = None if model is None else load_model(model)
-        self._dec = _decode.FrameDecoder(self._get_codec, _release_codec, threads)
+        self._dec = _decode.FrameDecoder(self._get_codec, _release_codec, threads, self.max_output)
         self._out = b""                 # the piece of output being handed out, from _out_pos on
         self._out_pos = 0
         self._extra = b""
@@ -371,16 +398,21 @@ def compress(data, /, *, model=None, adapt=True, check=CHECK_CRC32, threads=1) -
     return c.compress(data) + c.flush()
 
 
-def decompress(data, /, *, model=None, threads=1) -> bytes:
+def decompress(data, /, *, model=None, threads=1, max_output=None) -> bytes:
     """Decompress every concatenated frame in data.  Truncated input, trailing garbage, corruption or a
-    wrong or missing model raise NLMError."""
+    wrong or missing model raise NLMError.  max_output: None, or the most bytes all the frames together
+    may decode to; a frame whose declared sizes exceed what is left of it raises NLMError before any of
+    it is decoded (use it for untrusted input)."""
+    max_output = _max_output_arg(max_output)
     data = bytes(memoryview(data).cast("B"))
     if not data:
         raise NLMError("truncated frame: empty input")
-    out = []
+    out, produced = [], 0
     while True:
-        d = NLMDecompressor(model=model, threads=threads)
+        left = None if max_output is None else max_output - produced
+        d = NLMDecompressor(model=model, threads=threads, max_output=left)
         out.append(d.decompress(data, _complete=True))
+        produced += len(out[-1])
         if not d.eof:  # pragma: no cover - complete=True raises first
             raise NLMError("truncated frame: compressed data ended before the end of the frame")
         data = d.unused_data

@@ -48,21 +48,36 @@ SUBDIRS = ["canterbury", "calgary", "artificial", "silesia"]
 
 
 def corpus_dir() -> Optional[str]:
-    """The shared corpus folder: $NLMCODEC_CORPUS, else ../shared/corpus beside the checkout, else
-    /work/shared/corpus."""
+    """The shared corpus folder, the one lookup everything uses: $NLMCODEC_CORPUS when set; else
+    shared/corpus beside the repository (../shared/corpus from its root) or beside one of the folders
+    above it, then the same from the current directory.  None when there is none (callers that need it
+    say so, naming NLMCODEC_CORPUS: see require_corpus_dir)."""
     env = os.environ.get("NLMCODEC_CORPUS")
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [env] if env else []
-    candidates += [
-        os.path.join(here, "..", "..", "..", "shared", "corpus"),  # <repo>/python/nlmcodec -> ../shared
-        os.path.join(os.getcwd(), "..", "shared", "corpus"),
-        os.path.join(os.getcwd(), "shared", "corpus"),
-        "/work/shared/corpus",  # the shared corpus of this workplace, for checkouts elsewhere (CI clones)
-    ]
-    for c in candidates:
-        if c and os.path.isdir(os.path.join(c, "bench")):
-            return os.path.normpath(c)
+    if env:
+        return os.path.normpath(env) if os.path.isdir(env) else None
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # <repo>/python/nlmcodec
+    for start in (repo, os.getcwd()):
+        d = start
+        while True:
+            c = os.path.join(os.path.dirname(d), "shared", "corpus")
+            if os.path.isdir(c):
+                return os.path.normpath(c)
+            if os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
     return None
+
+
+def require_corpus_dir() -> str:
+    """corpus_dir(), or an error that says how to point at the corpus."""
+    c = corpus_dir()
+    if c is None:
+        env = os.environ.get("NLMCODEC_CORPUS")
+        raise FileNotFoundError(
+            f"the shared corpus was not found: NLMCODEC_CORPUS={env!r} is not a folder" if env else
+            "the shared corpus was not found: set NLMCODEC_CORPUS to its folder (the one with bench/, train/, "
+            "dev/), or put it at ../shared/corpus beside the repository")
+    return c
 
 
 def _set_members(sub: str) -> List[str]:

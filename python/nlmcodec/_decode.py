@@ -1,9 +1,14 @@
-"""The decoder: walks one frame (format 1 or 2; layout in _frame.py) and produces its bytes on demand,
+"""The decoder: walks one frame (format 1, 2 or 3; layout in _frame.py) and produces its bytes on demand,
 a block at a time (one thread) or a group per worker (several threads), checking everything on the way.
 
 Memory: the input it has not used, plus at most one block of output (one thread) or one group of output
 per thread.  The input buffer is consumed through an offset and compacted, so feeding it in small
 pieces costs linear time.
+
+Hostile input (codec/FORMAT.md §7.3): max_output bounds the output; a block whose declared size would
+cross it is refused before it is decoded (and, when the whole input is at hand, before anything is
+decoded at all).  Format 3 checks each word-model block's CRC32 right after decoding it, so a forged
+block costs at most one block (64 KiB) of decoding.
 """
 from __future__ import annotations
 
@@ -17,10 +22,11 @@ READ_CHUNK = 1 << 20          # lzma blocks are decoded in pieces of at most thi
 
 
 class _Block:
-    __slots__ = ("kind", "start", "size", "payload", "index")
+    __slots__ = ("kind", "start", "size", "payload", "index", "crc")
 
-    def __init__(self, kind, start, size, payload, index):
+    def __init__(self, kind, start, size, payload, index, crc=None):
         self.kind, self.start, self.size, self.payload, self.index = kind, start, size, payload, index
+        self.crc = crc                # format 3 word-model blocks: CRC32 of the output, else None
 
 
 class FrameDecoder:
@@ -31,11 +37,14 @@ class FrameDecoder:
     input; read(complete) returns the next piece of output, or None when nothing can be produced without
     more input (eof is True at the end of the frame, unused_data then holds the bytes after it).
     complete=True: no more input will come, so a frame that cannot finish is reported as truncated.
+    max_output: None, or the most bytes this frame may decode to (NLMError beyond, before decoding).
     """
 
-    def __init__(self, get_codec, release_codec=None, threads: int = 1):
+    def __init__(self, get_codec, release_codec=None, threads: int = 1, max_output=None):
         self._get_codec, self._release_codec = get_codec, release_codec
         self._threads = max(1, int(threads))
+        self._max_output = max_output
+        self._declared = 0            # output bytes declared by the blocks parsed so far
         self._buf = bytearray()
         self._pos = 0
         self._stage = "start"
@@ -144,6 +153,10 @@ class FrameDecoder:
                 self._stage = "header"
             elif st == "header":
                 self._parse_header()
+                if complete and self._max_output is not None:   # the whole frame is here: check it all first
+                    with memoryview(self._buf) as mv:
+                        declared = F.declared_size(mv[self._pos - self._hlen:])
+                    self._check_bound(declared)
             elif st == "blocks":
                 out = self._next_v2(complete) if self._threads == 1 else self._next_threaded(complete)
                 if out is not None:
@@ -176,11 +189,18 @@ class FrameDecoder:
             self._table = table
             self._stage = "v1blocks"
             self._threads = 1          # format 1 has one chain of state: nothing to share out
+            self._check_bound(size)
         else:
             adapt, check, model_id, n = F.parse_header_v2(self._rest())
             self._stage = "blocks"
         self.adapt, self.check, self.model_id = adapt, check, model_id
         self._pos += n
+        self._hlen = n
+
+    def _check_bound(self, declared):
+        if self._max_output is not None and declared > self._max_output:
+            raise NLMError(f"output limit: the frame declares at least {declared} bytes of output, more than "
+                           f"max_output={self._max_output}")
 
     def _decode(self, codec, b: _Block) -> bytes:
         if b.kind == F.BLOCK_STORED:
@@ -193,6 +213,9 @@ class FrameDecoder:
             raise NLMError(f"corrupt word-model block {b.index}: {e}", code=e.code) from None
         if len(data) != b.size:
             raise NLMError(f"corrupt word-model block {b.index}: decodes to the wrong size")
+        if b.crc is not None and F.crc32(data) != b.crc:
+            raise NLMError(f"corrupt word-model block {b.index}: block CRC32 mismatch (damaged data, or "
+                           f"decoded with another model)")
         return data
 
     def _model_codec(self):
@@ -219,7 +242,7 @@ class FrameDecoder:
         """The next block (payload present) or None at the end marker; raises Incomplete."""
         rest = self._rest()
         i = self._nblock
-        hdr = F.parse_block_header(rest, 0, i)
+        hdr = F.parse_block_header(rest, 0, i, self.version)
         if hdr is None:
             return None
         kind, start, size, psize, p = hdr
@@ -227,15 +250,20 @@ class FrameDecoder:
             raise NLMError("corrupt frame: the first block does not start a group")
         if kind == F.BLOCK_MODEL and self.model_id is None:
             raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
-        if len(rest) < p + psize:
+        self._check_bound(self._declared + size)
+        tail = F.block_check_size(self.version, kind)
+        if len(rest) < p + psize + tail:
             raise F.Incomplete
         del rest
         self._pos += p
         b = _Block(kind, start, size, self._take(psize), i)
+        if tail:
+            b.crc = int.from_bytes(self._take(tail), "little")
+        self._declared += size
         if start:
             self._groups.append([0, 0])
         self._groups[-1][0] += size
-        self._groups[-1][1] += p + psize
+        self._groups[-1][1] += p + psize + tail
         self._blocks.append(F.BlockInfo(F.BLOCK_KINDS[kind], size, psize))
         self._nblock += 1
         return b
@@ -310,7 +338,7 @@ class FrameDecoder:
             raise NLMError("corrupt frame trailer: the total size does not match the decoded size")
         self._pos += n
         self._check_content(content)
-        self.info = F.FrameInfo(2, self.adapt, self.check, self.model_id, total, tuple(self._blocks),
+        self.info = F.FrameInfo(self.version, self.adapt, self.check, self.model_id, total, tuple(self._blocks),
                                 tuple(F.GroupInfo(s, c) for s, c in groups))
         self._finish()
 

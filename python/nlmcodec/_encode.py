@@ -1,4 +1,4 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-2 frames
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-3 frames
 (layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
 
 Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
@@ -6,8 +6,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
 * Groups of GROUP_SIZE input bytes (cut after the last newline in the final 4 KiB, else the last space,
   else at the size), each coded from the trained state.  The cut depends only on the input, never on how
   it was fed or on the thread count, so the frame is the same for any number of threads.
-* Blocks of BLOCK_SIZE bytes inside a group (same cut rule), so one call into C is about a second of
-  work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
+* Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
+  rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
   word-model block when that is strictly smaller than lzma and stored (counting the 32-byte model id in
   a one-group frame); otherwise the codec is restore()d, so its state is what the decoder will have.
 * The blocks that are not word-model blocks form runs; each run is coded as one lzma block (or stored).
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import lzma
 import threading
+import zlib
 from collections import deque
 
 from ._errors import ERR_UNSUPPORTED, NLMError
@@ -29,7 +30,7 @@ from . import _frame as F
 
 GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
 PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks share one lzma block up to this
-BLOCK_SIZE = 1 << 16          # input bytes per block
+BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
 PROBE_SIZE = 32 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
@@ -100,8 +101,18 @@ def _plain(raw):
     return [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
 
 
+def _model_part(size: int, payload: bytes, block) -> tuple:
+    """A word-model block: its payload followed by the block check (CRC32 of its bytes, format 3)."""
+    return (F.BLOCK_MODEL, size, payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
+
+
+def _psize(t: int, body: bytes) -> int:
+    """Payload size of a part (its body holds the payload, then the block check of a word-model block)."""
+    return len(body) - F.block_check_size(F.FORMAT_VERSION, t)
+
+
 def _coded_size(parts) -> int:
-    return sum(len(F.block_header(t, False, s, len(p))) + len(p) for t, s, p in parts)
+    return sum(len(F.block_header(t, False, s, _psize(t, p))) + len(p) for t, s, p in parts)
 
 
 def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
@@ -134,7 +145,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
                 if len(payload) * 5 > 4 * len(F.lzma_compress(block, 1)):
                     best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
                 penalty = F.MODEL_ID_SIZE if single and not used else 0
-                if len(payload) + penalty >= best:
+                if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
                     codec.restore()   # the decoder never runs the model on this block
                     payload = None
         if payload is None:
@@ -143,7 +154,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             if run:
                 parts += _plain(raw[run[0][0]:pos])
                 run = []
-            parts.append((F.BLOCK_MODEL, k, payload))
+            parts.append(_model_part(k, payload, block))
             used = True
         if on_block is not None:
             on_block(k)
@@ -162,14 +173,14 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
 def serialize(parts) -> bytes:
     """The blocks of one group: the first one carries the group-start bit."""
     out = bytearray()
-    for j, (t, size, payload) in enumerate(parts):
-        out += F.block_header(t, j == 0, size, len(payload))
-        out += payload
+    for j, (t, size, body) in enumerate(parts):
+        out += F.block_header(t, j == 0, size, _psize(t, body))
+        out += body
     return bytes(out)
 
 
 class FrameEncoder:
-    """Writes one format-2 frame, a group at a time.
+    """Writes one format-3 frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups

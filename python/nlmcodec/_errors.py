@@ -1,4 +1,4 @@
-"""NLMError and the one map from C error codes (csrc/nlm.h NLM_ERR_*) to Python exceptions."""
+"""NLMError, ModelFormatError and the one map from C error codes (csrc/nlm.h NLM_ERR_*) to Python exceptions."""
 
 # The C error codes (csrc/nlm.h NLM_ERR_LIST); NLMError.code holds one of them, or None for errors
 # found in Python (frame parsing, checks, models).
@@ -22,6 +22,11 @@ class NLMError(Exception):
     def __init__(self, *args, code=None):
         super().__init__(*args)
         self.code = code
+
+
+class ModelFormatError(NLMError, ValueError):
+    """The bytes are not a valid nlmcodec model file.  An NLMError; also a ValueError (what it was before
+    it became an NLMError), so ``except ValueError`` keeps working."""
 
 
 def check(code, what=""):

@@ -26,12 +26,13 @@ _READALL_CHUNK = 1 << 20
 _MODE_CLOSED, _MODE_READ, _MODE_WRITE = 0, 1, 2
 
 
-def _new_decompressor(model, threads):
+def _new_decompressor(model, threads, max_output=None):
     from . import NLMDecompressor      # late: __init__.py imports this module
 
+    kw = {} if max_output is None else {"max_output": max_output}
     if threads == 1:                   # threads= is passed only when asked for
-        return NLMDecompressor(model=model)
-    return NLMDecompressor(model=model, threads=threads)
+        return NLMDecompressor(model=model, **kw)
+    return NLMDecompressor(model=model, threads=threads, **kw)
 
 
 def _new_compressor(model, adapt, check, threads):
@@ -45,12 +46,13 @@ def _new_compressor(model, adapt, check, threads):
 class _FrameReader(io.RawIOBase):
     """Raw, read-only stream of the decompressed bytes of the frames in fp (wrapped in a BufferedReader)."""
 
-    def __init__(self, fp, model, threads):
+    def __init__(self, fp, model, threads, max_output=None):
         self._fp = fp
         self._model = model
         self._threads = threads
+        self._max_output = max_output  # bound on the output of all the frames together (None: none)
         self._start = fp.tell() if fp.seekable() else None   # where backward seeks go back to
-        self._dec = _new_decompressor(model, threads)
+        self._dec = _new_decompressor(model, threads, max_output)
         self._frame_started = False  # the first decompressor has been given bytes
         self._eof = False            # every frame has been read
         self._pos = 0                # decompressed bytes returned so far
@@ -99,7 +101,8 @@ class _FrameReader(io.RawIOBase):
                 if rest[:k] != MAGIC[:k]:
                     raise NLMError(f"trailing garbage after the end of the last frame (at least "
                                    f"{len(rest)} bytes)")
-                self._dec = dec = _new_decompressor(self._model, self._threads)
+                left = None if self._max_output is None else self._max_output - self._pos
+                self._dec = dec = _new_decompressor(self._model, self._threads, left)
                 self._frame_started = True
                 data = dec.decompress(rest, size)
             elif dec.needs_input:
@@ -116,7 +119,7 @@ class _FrameReader(io.RawIOBase):
 
     def _rewind(self):
         self._fp.seek(self._start)
-        self._dec = _new_decompressor(self._model, self._threads)
+        self._dec = _new_decompressor(self._model, self._threads, self._max_output)
         self._frame_started = False
         self._eof = False
         self._pos = 0
@@ -152,6 +155,8 @@ class NLMFile(io.BufferedIOBase):
     append a frame.  model: the model to compress with (a Model, bundled name or path; None: the bundled
     default), and when reading, the model that frames made with a non-bundled model need.  adapt and check
     (NLMCompressor's options) are for writing only.  threads: passed to NLMCompressor / NLMDecompressor.
+    max_output (reading only): None, or the most bytes the frames of the file may decode to together
+    (NLMError "output limit" before a block that would pass it is decoded; see NLMDecompressor).
 
     Reading returns the data of every frame in the file, one after the other.  A file object passed in is
     not closed by close(); a file opened from a name is.
@@ -159,7 +164,8 @@ class NLMFile(io.BufferedIOBase):
 
     _mode = _MODE_CLOSED      # also when __init__ fails early (IOBase.__del__ calls close())
 
-    def __init__(self, filename=None, mode="r", *, model=None, adapt=True, check=CHECK_CRC32, threads=1):
+    def __init__(self, filename=None, mode="r", *, model=None, adapt=True, check=CHECK_CRC32, threads=1,
+                 max_output=None):
         self._fp = None
         self._closefp = False
         self._mode = _MODE_CLOSED
@@ -169,8 +175,12 @@ class NLMFile(io.BufferedIOBase):
         if mode in ("r", "rb"):
             if check != CHECK_CRC32 or adapt is not True:
                 raise ValueError("adapt and check are only for writing: a frame records its own")
+            from . import _max_output_arg
+            max_output = _max_output_arg(max_output)
             mode_code, fmode = _MODE_READ, "rb"
         elif mode in ("w", "wb", "a", "ab", "x", "xb"):
+            if max_output is not None:
+                raise ValueError("max_output is only for reading")
             mode_code, fmode = _MODE_WRITE, mode[0] + "b"
             compressor = _new_compressor(model, adapt, check, threads)   # bad options fail before opening
         else:
@@ -186,7 +196,7 @@ class NLMFile(io.BufferedIOBase):
 
         try:
             if mode_code == _MODE_READ:
-                self._buffer = io.BufferedReader(_FrameReader(fp, model, threads))
+                self._buffer = io.BufferedReader(_FrameReader(fp, model, threads, max_output))
             else:
                 self._compressor = compressor
         except BaseException:
@@ -322,13 +332,13 @@ class NLMFile(io.BufferedIOBase):
             self._fp.flush()
 
 
-def open(filename, mode="rb", *, model=None, adapt=True, check=CHECK_CRC32, threads=1,
+def open(filename, mode="rb", *, model=None, adapt=True, check=CHECK_CRC32, threads=1, max_output=None,
          encoding=None, errors=None, newline=None):
     """Open an nlmcodec file in binary ("r", "rb", "w", "wb", "x", "xb", "a", "ab") or text ("rt",
     "wt", "xt", "at") mode and return an NLMFile, or an io.TextIOWrapper over one in text mode.
 
-    filename: a path (str, bytes, PathLike) or a file object.  model, adapt, check, threads: as for
-    NLMFile.  encoding, errors, newline: for text mode only (as in builtins.open).
+    filename: a path (str, bytes, PathLike) or a file object.  model, adapt, check, threads, max_output: as
+    for NLMFile.  encoding, errors, newline: for text mode only (as in builtins.open).
     """
     if "t" in mode:
         if "b" in mode:
@@ -337,7 +347,8 @@ def open(filename, mode="rb", *, model=None, adapt=True, check=CHECK_CRC32, thre
         for arg, value in (("encoding", encoding), ("errors", errors), ("newline", newline)):
             if value is not None:
                 raise ValueError(f"argument {arg!r} not supported in binary mode")
-    binary = NLMFile(filename, mode.replace("t", ""), model=model, adapt=adapt, check=check, threads=threads)
+    binary = NLMFile(filename, mode.replace("t", ""), model=model, adapt=adapt, check=check, threads=threads,
+                     max_output=max_output)
     if "t" not in mode:
         return binary
     try:

@@ -1,18 +1,22 @@
 """The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
-header / block header / trailer serialisers and parsers of format 2, the format-1 header parser (read
-only), and frame inspection (get_frame_info, list_frames).  Policy lives elsewhere: what the encoder
+header / block header / trailer serialisers and parsers of formats 3 and 2 (one layout; format 3 adds the
+block check and tighter limits), the format-1 header parser (read only), frame inspection
+(get_frame_info, list_frames) and the output bound (declared_size).  Policy lives elsewhere: what the encoder
 chooses is _encode.py, how a decoder walks a frame is _decode.py.
 
-Format 2 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
+Format 3 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
 
-    header    magic B1 4E 4C 4D | version 2 | flags | [model id, 32 bytes] | header CRC32 (4)
+    header    magic B1 4E 4C 4D | version 3 | flags | [model id, 32 bytes] | header CRC32 (4)
               flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bits 4-7 zero
-    block*    type (1) | size varint | payload size varint | payload
+    block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): word-model blocks]
               type: bits 0-1 kind (0 stored, 1 lzma, 2 word model), bit 2 group start, bits 3-7 zero
+              word-model blocks: at most 64 KiB of output, followed by the CRC32 of that output
     end       0x80
     index     group count varint | per group { size varint, coded bytes varint } | total size varint
               | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
     footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
+
+Format 2 (read only) is the same without the block CRC32; its word-model blocks are read up to 64 KiB.
 
 A group is a run of blocks that starts with a group-start block; the word model's state is reset to
 the trained state at every group start and carried across the group's word-model blocks, so groups
@@ -29,8 +33,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 2            # what this build writes
-READ_VERSIONS = (1, 2)        # what this build reads
+FORMAT_VERSION = 3            # what this build writes
+READ_VERSIONS = (1, 2, 3)     # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -54,8 +58,13 @@ MAX_SIZE = (1 << 63) - 1
 HEADER_SIZE_V2 = 4 + 1 + 1 + 4          # without the model id
 FOOTER_SIZE = 4 + len(FOOTER_MAGIC)
 
-# Decoder limits of format 2 (what any valid frame respects; the encoder's choices are in _encode.py).
-MAX_MODEL_BLOCK = 1 << 20     # word-model and stored blocks: at most 1 MiB of output each
+# Decoder limits of formats 2 and 3 (what any valid frame respects; the encoder's choices are in _encode.py).
+MAX_STORED_BLOCK = 1 << 20    # stored blocks: at most 1 MiB each
+MAX_MODEL_BLOCK_V2 = 1 << 16  # format-2 word-model blocks: format 2 allowed 1 MiB, its encoder wrote at most
+                              # 64 KiB; this reader takes no more (a forged block: one 64 KiB block of work)
+MAX_MODEL_BLOCK_V3 = 1 << 16  # format-3 word-model blocks: at most 64 KiB (the encoder's block size), so a
+                              # forged block costs at most 64 KiB of decoding before its CRC fails
+BLOCK_CHECK_SIZE = 4          # format 3: CRC32 of a word-model block's output, after its payload
 MAX_LZMA_BLOCK = 1 << 26      # lzma blocks: at most 64 MiB (decoded incrementally)
 # Format 1 limit (read only): word-model blocks of at most 1 MiB.
 V1_BLOCK_MAX = 1 << 20
@@ -150,7 +159,7 @@ class LzmaBlockReader:
                     raise NLMError(f"corrupt lzma block {i}: decodes to more bytes than its declared size")
         except lzma.LZMAError as e:
             raise NLMError(f"corrupt lzma block {i}: {e}") from None
-        if not out and self._left:
+        if self._left and (not out or d.eof):      # the stream ended (or stalled) before the declared size
             raise NLMError(f"corrupt lzma block {i}: decodes to fewer bytes than its declared size")
         if self._left == 0:
             if not d.eof:
@@ -166,10 +175,11 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------- format 2
-def header_v2(adapt: bool, check: int, model_id) -> bytes:
+def header_v2(adapt: bool, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
+    """Frame header of format 3 (or 2: the same layout)."""
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0)
     h = bytearray(MAGIC)
-    h.append(2)
+    h.append(version)
     h.append(flags)
     if model_id:
         h += model_id
@@ -213,7 +223,7 @@ def parse_start(buf):
 
 
 def parse_header_v2(buf):
-    """(adapt, check, model_id, header length) of a format-2 frame header at buf[0]."""
+    """(adapt, check, model_id, header length) of a format-3 or format-2 frame header at buf[0]."""
     _, flags = parse_start(buf)
     if flags & ~_FLAG_KNOWN:
         raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
@@ -229,9 +239,14 @@ def parse_header_v2(buf):
     return bool(flags & FLAG_ADAPT), check, model_id, n + 4
 
 
-def parse_block_header(buf, pos: int, index: int):
-    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos],
-    or None for the end marker; Incomplete if buf ends inside it."""
+def block_check_size(version: int, kind: int) -> int:
+    """Bytes of block check after the payload: 4 (CRC32) for word-model blocks of format 3, else 0."""
+    return BLOCK_CHECK_SIZE if version >= 3 and kind == BLOCK_MODEL else 0
+
+
+def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION):
+    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos]
+    of a frame of `version` (2 or 3), or None for the end marker; Incomplete if buf ends inside it."""
     if pos >= len(buf):
         raise Incomplete
     t = buf[pos]
@@ -248,7 +263,8 @@ def parse_block_header(buf, pos: int, index: int):
         raise NLMError(f"corrupt frame: block {index} payload larger than its data")
     if kind == BLOCK_STORED and psize != size:
         raise NLMError(f"corrupt frame: stored block {index} has payload size {psize} != {size}")
-    limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_MODEL_BLOCK
+    limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_STORED_BLOCK if kind == BLOCK_STORED else \
+        MAX_MODEL_BLOCK_V3 if version >= 3 else MAX_MODEL_BLOCK_V2
     if size > limit:
         raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
     return kind, bool(t & TYPE_GROUP_START), size, psize, p
@@ -355,7 +371,7 @@ def scan_frame(buf):
         adapt, check, model_id, p = parse_header_v2(buf)
         blocks, seen, i = [], [], 0
         while True:
-            hdr = parse_block_header(buf, p, i)
+            hdr = parse_block_header(buf, p, i, version)
             if hdr is None:
                 break
             kind, start, size, psize, q = hdr
@@ -365,16 +381,17 @@ def scan_frame(buf):
                 raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
             if start:
                 seen.append([0, 0])
+            tail = psize + block_check_size(version, kind)
             seen[-1][0] += size
-            seen[-1][1] += q - p + psize
+            seen[-1][1] += q - p + tail
             blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
-            p = q + psize
+            p = q + tail
             i += 1
         if len(buf) < p:
             raise Incomplete
         groups, total, _, end = parse_trailer_v2(buf, p, check)
         check_index(groups, total, seen)
-        return FrameInfo(2, adapt, check, model_id, total, tuple(blocks),
+        return FrameInfo(version, adapt, check, model_id, total, tuple(blocks),
                          tuple(GroupInfo(s, c) for s, c in groups)), end
     except Incomplete:
         raise NLMError("truncated frame: the data ends before the end of the frame") from None
@@ -389,7 +406,7 @@ def check_index(groups, total, seen):
 
 
 def get_frame_info(data) -> FrameInfo:
-    """FrameInfo of the first frame in data.  Format 2: data must hold the whole frame (its sizes are in
+    """FrameInfo of the first frame in data.  Formats 2, 3: data must hold the whole frame (its sizes are in
     the block headers and the trailer); format 1: the header is enough."""
     buf = memoryview(data).cast("B")
     try:
@@ -426,15 +443,15 @@ def list_frames(f):
             f.seek(pos)
             info, n = scan_frame(f.read())
         else:
-            info, n = _scan_file_v2(f, pos)
+            info, n = _scan_file_v2(f, pos, version)
         out.append((info, n))
         pos += n
     f.seek(base)
     return out
 
 
-def _scan_file_v2(f, pos):
-    """scan_frame for a format-2 frame at offset pos of a seekable file: block headers are read one by
+def _scan_file_v2(f, pos, version):
+    """scan_frame for a format-3 or format-2 frame at offset pos of a seekable file: block headers are read one by
     one (a few bytes each), payloads are skipped."""
     f.seek(pos)
     head = f.read(HEADER_SIZE_V2 + MODEL_ID_SIZE)
@@ -448,7 +465,7 @@ def _scan_file_v2(f, pos):
         f.seek(cur)
         h = f.read(1 + 2 * MAX_VARINT_BYTES)
         try:
-            hdr = parse_block_header(h, 0, i)
+            hdr = parse_block_header(h, 0, i, version)
         except Incomplete:
             raise NLMError("truncated frame: the data ends inside a block header") from None
         if hdr is None:
@@ -458,10 +475,11 @@ def _scan_file_v2(f, pos):
             raise NLMError("corrupt frame: the first block does not start a group")
         if start:
             seen.append([0, 0])
+        tail = psize + block_check_size(version, kind)
         seen[-1][0] += size
-        seen[-1][1] += q + psize
+        seen[-1][1] += q + tail
         blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
-        cur += q + psize
+        cur += q + tail
         i += 1
     f.seek(cur)
     tail = f.read(1 + MAX_VARINT_BYTES * (2 + 2 * len(seen)) + 8 + FOOTER_SIZE)
@@ -470,8 +488,103 @@ def _scan_file_v2(f, pos):
     except Incomplete:
         raise NLMError("truncated frame: the data ends inside the frame trailer") from None
     check_index(groups, total, seen)
-    info = FrameInfo(2, adapt, check, model_id, total, tuple(blocks), tuple(GroupInfo(s, c) for s, c in groups))
+    info = FrameInfo(version, adapt, check, model_id, total, tuple(blocks),
+                     tuple(GroupInfo(s, c) for s, c in groups))
     return info, cur + n - pos
+
+
+def iter_blocks(buf):
+    """(kind, group start, size, payload, block CRC or None) of every block of the complete format-2/3
+    frame at the start of buf, from its headers (nothing is decoded)."""
+    version, _ = parse_start(buf)
+    if version == 1:
+        raise NLMError("iter_blocks reads formats 2 and 3")
+    p, i = parse_header_v2(buf)[3], 0
+    while True:
+        hdr = parse_block_header(buf, p, i, version)
+        if hdr is None:
+            return
+        kind, start, size, psize, q = hdr
+        tail = block_check_size(version, kind)
+        crc = int.from_bytes(buf[q + psize:q + psize + tail], "little") if tail else None
+        yield kind, start, size, bytes(buf[q:q + psize]), crc
+        p, i = q + psize + tail, i + 1
+
+
+def same_frame(a, b) -> bool:
+    """Two frames are the same coding of the same data up to the liblzma build: equal bytes, or the same
+    header, the same blocks (kind, group start, size; stored and word-model blocks byte for byte, lzma
+    blocks decoding to the same bytes) and the same data (the index then differs only in coded sizes).
+    What tests pin, so that they do not depend on the installed liblzma (issue 12)."""
+    if a == b:
+        return True
+    try:
+        if parse_start(a)[0] == 1 or parse_header_v2(a) != parse_header_v2(b):
+            return False
+        (ia, na), (ib, nb) = scan_frame(a), scan_frame(b)         # whole, valid frames
+        ba, bb = list(iter_blocks(a)), list(iter_blocks(b))
+    except (Incomplete, NLMError):
+        return False
+    if na != len(a) or nb != len(b) or ia.decompressed_size != ib.decompressed_size or \
+            [g.size for g in ia.groups] != [g.size for g in ib.groups]:
+        return False
+    if ia.check == CHECK_CRC32 and a[-14:-10] != b[-14:-10]:     # the content CRC32 (before index CRC, footer)
+        return False
+    if len(ba) != len(bb):
+        return False
+    for (ka, sa, za, pa, ca), (kb, sb, zb, pb, cb) in zip(ba, bb):
+        if (ka, sa, za, ca) != (kb, sb, zb, cb):
+            return False
+        if pa != pb and (ka != BLOCK_LZMA or lzma_decompress(pa, za, 0) != lzma_decompress(pb, zb, 0)):
+            return False
+    return True
+
+
+def frame_digest(frame) -> tuple:
+    """(SHA-256 hex, lzma payload bytes) of a complete format-2/3 frame: the SHA-256 of the frame when it
+    has no lzma block, else of the frame with each lzma block's payload replaced by the SHA-256 of what it
+    decodes to: what nlmcodec itself produces, independent of the liblzma build (issue 12)."""
+    import hashlib
+
+    if not any(k == BLOCK_LZMA for k, *_ in iter_blocks(frame)):
+        scan_frame(frame)
+        return hashlib.sha256(bytes(frame)).hexdigest(), 0
+    h = hashlib.sha256()
+    info, n = scan_frame(frame)
+    h.update(bytes(frame[:parse_header_v2(frame)[3]]))
+    lz = 0
+    for kind, start, size, payload, crc in iter_blocks(frame):
+        h.update(bytes([kind, start]) + varint(size))
+        if kind == BLOCK_LZMA:
+            lz += len(payload)
+            h.update(hashlib.sha256(lzma_decompress(payload, size, 0)).digest())
+        else:
+            h.update(varint(len(payload)) + payload + (crc.to_bytes(4, "little") if crc is not None else b""))
+    h.update(varint(info.decompressed_size) + (bytes(frame[n - 14:n - 10]) if info.check == CHECK_CRC32 else b""))
+    return h.hexdigest(), lz
+
+
+def declared_size(buf) -> int:
+    """Output bytes the frame at the start of buf declares, from its headers alone (the format-1 header's
+    total; the block sizes of a format-2/3 frame, walked as far as buf holds well-formed block headers).
+    Nothing is decoded; a malformed or truncated frame is not reported here (the decoder reports it), the
+    walk just stops.  Used to refuse a frame over max_output before any decoding."""
+    total = 0
+    try:
+        version, _ = parse_start(buf)
+        if version == 1:
+            return parse_header_v1(buf)[3]
+        p, i = parse_header_v2(buf)[3], 0
+        while True:
+            hdr = parse_block_header(buf, p, i, version)
+            if hdr is None:
+                return total
+            kind, _, size, psize, q = hdr
+            total += size
+            p = q + psize + block_check_size(version, kind)
+            i += 1
+    except (Incomplete, NLMError):
+        return total
 
 
 __all__ = ["FrameInfo", "BlockInfo", "GroupInfo", "get_frame_info", "list_frames", "NLMError"]

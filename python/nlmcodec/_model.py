@@ -20,6 +20,8 @@ import threading
 from numbers import Integral, Real
 from pathlib import Path
 
+from ._errors import ModelFormatError  # noqa: F401  (raised here; defined with NLMError, re-exported)
+
 MAGIC = b"\x89NLMM\r\n\x1a"
 MODEL_FORMAT_VERSION = 1
 DTYPE_F32, DTYPE_F16 = 0, 1
@@ -31,10 +33,6 @@ MAX_BODY = 32
 MAX_PRIME = 64 << 20
 MAX_META = 16 << 20
 _HDR = struct.Struct("<8sIiiiiifffI")   # magic, version, V, D, H, C, seg_len, lr, decay, eps, param dtype
-
-
-class ModelFormatError(ValueError):
-    """The bytes are not a valid nlmcodec model file."""
 
 
 def param_count(V, D, H, C) -> int:
@@ -97,6 +95,10 @@ def _parse(b) -> dict:
     _check_config(cfg)
     if pdt not in (DTYPE_F16, DTYPE_F32):
         raise ModelFormatError(f"unknown parameter dtype code {pdt}")
+    need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C) * (2 if pdt == DTYPE_F16 else 4) + 4
+    if need > n_file:     # the shape alone needs more bytes than the file has: fail before anything is read
+        raise ModelFormatError(f"truncated model file: V={V} D={D} H={H} C={C} need at least {need} bytes, "
+                               f"the file has {n_file}")
     spans = {}
     vlen = u32("vocabulary size")
     if vlen > V * (1 + MAX_BODY):
@@ -326,11 +328,9 @@ class Model:
             if size == 0:
                 raise ModelFormatError("not an nlmcodec model file (empty)")
             mp = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            m = cls._from_file_buffer(memoryview(mp), mp)
-        except BaseException:
-            mp.close()
-            raise
+        # on failure the mapping is left to the garbage collector: views of it may still be alive in the
+        # traceback, and closing a mapping with exported buffers raises BufferError
+        m = cls._from_file_buffer(memoryview(mp), mp)
         if not m.name:
             m.name = path.stem
         return m

@@ -1,0 +1,230 @@
+"""Fuzzing driver (issue 12): seed corpora from codec/vectors, the sanitizer builds of the C target, runs
+of every target, and one summary table (target, engine, executions, coverage, findings).
+
+    python tests/fuzz/run_fuzz.py [--time S] [--runs N] [--targets a,b] [--workdir DIR]
+
+--time S: at most S seconds per target (the CI short run: .ci/fuzz); --runs N: N executions per target
+(the long run: 10^6).  Targets: the Python ones of tests/fuzz/fuzz_py.py (atheris) and the C block
+decoder tests/fuzz/fuzz_block.c, built twice with ASan + UBSan: clang + libFuzzer ("block-libfuzzer", when
+clang's fuzzer runtime is installed) and gcc with its standalone mutator ("block-gcc").  A finding (a
+crash-* file, or a sanitizer report) makes the exit status 1; turn it into a vector under
+codec/vectors/errors/ (make_vectors.py) once understood.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VEC = ROOT / "codec" / "vectors"
+PY_TARGETS = ("decompress", "decompress_tiny", "decompressor", "load_model")
+C_TARGETS = ("block-libfuzzer", "block-gcc")
+SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+# clang 14 rejects __builtin_cpu_supports("f16c") in kern.c (issue 12 item 3): the libFuzzer build is the
+# scalar core (NLM_NO_SIMD, the same bytes by contract); the gcc build is the dispatching one.
+CLANG_EXTRA = ["-DNLM_NO_SIMD"]
+# Input sizes: frames of up to 600 bytes (the small golden frames whole, the big ones cut, which the
+# decoder must reject as well) run at ~4k executions a second; a longer input mostly costs decoding time.
+FRAME_MAX_LEN = 600
+BLOCK_MAX_LEN = 256           # C target: a payload of up to 253 bytes (a block declared up to 64 KiB)
+sys.path.insert(0, str(ROOT))
+import build_flags  # noqa: E402  (the one build definition: standard and determinism flags)
+
+CFLAGS = build_flags.STD + build_flags.DETERMINISM + ["-I", str(ROOT / "csrc")]
+
+
+# ---------------------------------------------------------------------------------------------- seeds
+def _frames():
+    """(name, bytes) of every golden frame (ok, errors, retired) that does not need the default model."""
+    import nlmcodec
+
+    default_id = None
+    if "default" in nlmcodec._bundled_files():
+        default_id = nlmcodec.load_model("default").model_id
+    for sub in ("ok", "errors", "retired"):
+        for p in sorted((VEC / sub).glob("*.nlm")):
+            b = p.read_bytes()
+            if default_id is None or default_id not in b:
+                yield f"{sub}-{p.stem}", b
+
+
+def _block_seeds():
+    """C-target inputs: the first word-model block of every tiny-model golden frame (it decodes from the
+    reset state), as adapt byte, size - 1 (2 bytes), payload."""
+    import nlmcodec
+    from nlmcodec import _frame as F
+
+    for name, b in _frames():
+        try:
+            info = nlmcodec.get_frame_info(b)
+        except nlmcodec.NLMError:
+            continue
+        if info.format_version == 1 or not info.blocks or info.blocks[0].kind != "model":
+            continue
+        blk = info.blocks[0]
+        hdr = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE
+        p = hdr + len(F.block_header(F.BLOCK_MODEL, True, blk.size, blk.compressed_size))
+        if blk.size <= 1 << 16:
+            yield name, bytes([int(info.adapt)]) + struct.pack("<H", blk.size - 1) + b[p:p + blk.compressed_size]
+
+
+def write_seeds(work: Path) -> dict:
+    """Seed corpora per target kind, under work/seeds/; returns {kind: folder}."""
+    import nlmcodec
+
+    dirs = {k: work / "seeds" / k for k in ("frames", "model", "block")}
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    for name, b in _frames():
+        (dirs["frames"] / name).write_bytes(b)
+    for name, b in _block_seeds():
+        (dirs["block"] / name).write_bytes(b)
+    tiny = nlmcodec.load_model("tiny").to_bytes()
+    (dirs["model"] / "tiny.nlmm").write_bytes(tiny)
+    return dirs
+
+
+def write_model_dump(m, path: Path) -> None:
+    """The model dump fuzz_block.c reads (its header comment gives the layout)."""
+    import numpy as np
+
+    c = m.config
+    out = [struct.pack("<5i3f", c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"]),
+           np.asarray(m.params, "<f4").tobytes(), np.asarray(m.ms, "<f4").tobytes()]
+    vb = m.vocab_blob()
+    out += [struct.pack("<I", len(vb)), vb, np.asarray(m.class_start, "<i4").tobytes(),
+            struct.pack("<I", len(m.speller_prime)), m.speller_prime]
+    path.write_bytes(b"".join(out))
+
+
+# ---------------------------------------------------------------------------------------------- builds
+def _sources():
+    return [str(p) for p in build_flags.core_sources()]
+
+
+def build_c(work: Path) -> dict:
+    """{target: executable} of the C builds that work on this machine (each reported when it does not)."""
+    exes = {}
+    src = str(HERE / "fuzz_block.c")
+    if shutil.which("clang"):
+        exe = work / "fuzz_block_libfuzzer"
+        r = subprocess.run(["clang", *CFLAGS, *SAN, *CLANG_EXTRA, "-fsanitize=fuzzer", "-o", str(exe), src, *_sources()],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            exes["block-libfuzzer"] = exe
+        else:
+            print("block-libfuzzer: NOT BUILT (clang without its fuzzer/sanitizer runtime; Debian: "
+                  "apt-get install libclang-rt-14-dev):", r.stderr.strip().splitlines()[-1:], flush=True)
+    else:
+        print("block-libfuzzer: NOT BUILT (no clang)", flush=True)
+    if shutil.which("gcc"):
+        exe = work / "fuzz_block_gcc"
+        r = subprocess.run(["gcc", *CFLAGS, *SAN, "-DNLM_FUZZ_STANDALONE", "-o", str(exe), src, *_sources(), "-lm"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            exes["block-gcc"] = exe
+        else:
+            print("block-gcc: NOT BUILT:", r.stderr.strip().splitlines()[-1:], flush=True)
+    return exes
+
+
+# ---------------------------------------------------------------------------------------------- runs
+def _libfuzzer_stats(text: str):
+    """(executions, coverage) from libFuzzer's output ("#N ... cov: C ft: F", "Done N runs")."""
+    execs = re.findall(r"Done (\d+) runs", text) or re.findall(r"^#(\d+)\s", text, re.M)
+    cov = re.findall(r"cov: (\d+) ft: (\d+)", text)
+    return (int(execs[-1]) if execs else 0), (f"cov {cov[-1][0]} ft {cov[-1][1]}" if cov else "-")
+
+
+def run_target(name, cmd, work: Path, env, budget):
+    art = work / "artifacts" / name
+    art.mkdir(parents=True, exist_ok=True)
+    log = work / f"{name}.log"
+    t0 = time.time()
+    with open(log, "w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=art,
+                           timeout=None if budget is None else budget * 3 + 300)
+    text = log.read_text(errors="replace")
+    if name == "block-gcc":
+        m = re.search(r"(\d+) executions", text)
+        execs, cov = (int(m.group(1)) if m else 0), "- (gcc: no coverage counters)"
+    else:
+        execs, cov = _libfuzzer_stats(text)
+    crashes = sorted(p.name for p in art.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-")))
+    failed = r.returncode != 0 or crashes
+    return {"target": name, "executions": execs, "coverage": cov, "seconds": round(time.time() - t0, 1),
+            "findings": crashes or ([f"exit {r.returncode}, see {log}"] if failed else []), "log": str(log)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--time", type=int, default=None, help="seconds per target")
+    ap.add_argument("--runs", type=int, default=None, help="executions per target")
+    ap.add_argument("--targets", default=",".join(PY_TARGETS + C_TARGETS))
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args(argv)
+    if args.time is None and args.runs is None:
+        args.time = 15
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="nlmfuzz-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    targets = args.targets.split(",")
+    dirs = write_seeds(work)
+    import nlmcodec
+
+    dump = work / "tiny.fuzzmodel"
+    write_model_dump(nlmcodec.load_model("tiny"), dump)
+    env = dict(os.environ, NLM_FUZZ_MODEL=str(dump),
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    limits = ([f"-max_total_time={args.time}"] if args.time else []) + ([f"-runs={args.runs}"] if args.runs else [])
+    results = []
+    exes = build_c(work) if any(t in C_TARGETS for t in targets) else {}
+    for t in targets:
+        if t in PY_TARGETS:
+            try:
+                import atheris  # noqa: F401
+            except ImportError:
+                print(f"{t}: NOT RUN (atheris is not installed: pip install atheris)", flush=True)
+                continue
+            corpus = work / "corpus" / t
+            if not corpus.exists():
+                shutil.copytree(dirs["model" if t == "load_model" else "frames"], corpus)
+            max_len = len(nlmcodec.load_model("tiny").to_bytes()) + 256 if t == "load_model" else FRAME_MAX_LEN
+            cmd = [sys.executable, str(HERE / "fuzz_py.py"), t, *limits, f"-max_len={max_len}", "-timeout=20",
+                   "-rss_limit_mb=3072", "-print_final_stats=1", str(corpus)]
+        elif t in exes:
+            if t == "block-gcc":
+                n = args.runs or 10 ** 9          # with --time alone, -max_total_time ends it
+                cmd = [str(exes[t]), f"-runs={n}", "-seed=1", f"-max_len={BLOCK_MAX_LEN}",
+                       *([f"-max_total_time={args.time}"] if args.time else []), str(dirs["block"])]
+            else:
+                corpus = work / "corpus" / t
+                if not corpus.exists():
+                    shutil.copytree(dirs["block"], corpus)
+                cmd = [str(exes[t]), *limits, f"-max_len={BLOCK_MAX_LEN}", "-timeout=20", "-print_final_stats=1",
+                       str(corpus)]
+        else:
+            continue
+        print(f"fuzzing {t} ...", flush=True)
+        results.append(run_target(t, cmd, work, env, args.time))
+        r = results[-1]
+        print(f"  {r['executions']} executions in {r['seconds']} s, {r['coverage']}, findings: "
+              f"{', '.join(r['findings']) or 'none'}", flush=True)
+    print("\n| target | executions | coverage | seconds | findings |\n|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['target']} | {r['executions']} | {r['coverage']} | {r['seconds']} | "
+              f"{', '.join(r['findings']) or 'none'} |")
+    print(f"(work folder: {work})")
+    return 1 if any(r["findings"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Forged frames naming the bundled default model, and what rejecting each costs (issue 12, item 7).
+
+    python tests/hostile_frames.py [--json]
+
+prints one row per forged frame: its size, the CPU and wall time of decompress() until it fails, the
+peak RSS over the model's own footprint (the RSS after the model is loaded and a codec has decoded one
+valid frame), and the error message.  tests/test_hostile.py runs it in a subprocess (so the peak RSS is
+this process's alone) and checks the bounds.  Each forged block is the cheapest payload for the most
+work: the word model's own coding of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import nlmcodec
+from nlmcodec import _frame as F
+from nlmcodec._core import Codec
+
+VEC = Path(__file__).resolve().parents[1] / "codec" / "vectors"
+BLOCK = 1 << 16
+
+
+def _dense_payload(model) -> bytes:
+    c = Codec(model, True)
+    c.reset()
+    return c.encode_block(b"." * BLOCK)
+
+
+def _frame(version, model_id, blocks, content_crc=0, truncate=None) -> bytes:
+    """A frame of `blocks` [(size, payload, block crc or None)] in one group."""
+    body = bytearray()
+    for i, (size, payload, crc) in enumerate(blocks):
+        body += F.block_header(F.BLOCK_MODEL, i == 0, size, len(payload)) + payload
+        if crc is not None:
+            body += crc.to_bytes(4, "little")
+    total = sum(s for s, _, _ in blocks)
+    f = (F.header_v2(True, F.CHECK_CRC32, model_id, version=version) + bytes(body)
+         + F.trailer_v2([(total, len(body))], total, F.CHECK_CRC32, content_crc))
+    return f[:truncate] if truncate else f
+
+
+def forged(model):
+    """[(name, frame, decompress keyword arguments)]."""
+    mid, p = model.model_id, _dense_payload(model)
+    one = _frame(3, mid, [(BLOCK, p, 0)])                        # the block CRC is wrong
+    k = (10_000 - len(one)) // (len(p) + 9) + 1
+    many = _frame(3, mid, [(BLOCK, p, 0)] * k)
+    short = (F.header_v2(True, F.CHECK_CRC32, mid) + F.block_header(F.BLOCK_MODEL, True, BLOCK, 3) + b"\0\0\0"
+             + b"\0\0\0\0")
+    return [
+        ("v3: one 64 KiB block, bad block CRC", one, {}),
+        ("v3: truncated after a 3-byte payload", short, {}),
+        (f"v3: {k} blocks of 64 KiB, bad block CRCs", many, {}),
+        (f"v3: the same, max_output=1 MiB", many, {"max_output": 1 << 20}),
+        ("v2: one 64 KiB block, bad content CRC", _frame(2, mid, [(BLOCK, p, None)]), {}),
+        ("v2: one 1 MiB block (format 2's old limit)", _frame(2, mid, [(1 << 20, p, None)]), {}),
+    ]
+
+
+def _peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure():
+    model = nlmcodec.load_model("default")
+    frames = forged(model)
+    warm = (VEC / "ok" / "v3-alice_4k-default-dynamic.nlm").read_bytes()
+    nlmcodec.decompress(warm)                                   # the model loaded, a dynamic codec made
+    footprint = _peak_mb()
+    rows = []
+    for name, frame, kw in frames:
+        c0, w0 = time.process_time(), time.perf_counter()
+        try:
+            nlmcodec.decompress(frame, **kw)
+            err = None
+        except nlmcodec.NLMError as e:
+            err = str(e)
+        rows.append({"frame": name, "bytes": len(frame), "cpu_s": round(time.process_time() - c0, 3),
+                     "wall_s": round(time.perf_counter() - w0, 3),
+                     "peak_over_footprint_mb": round(max(0.0, _peak_mb() - footprint), 1), "error": err})
+    return {"footprint_mb": round(footprint, 1), "rows": rows}
+
+
+def main(argv):
+    res = measure()
+    if "--json" in argv:
+        print(json.dumps(res))
+        return 0
+    print(f"default model footprint (peak RSS after loading it and decoding one frame): {res['footprint_mb']} MB\n")
+    print("| forged frame | bytes | CPU s | wall s | peak RSS over footprint, MB | error |")
+    print("|---|---|---|---|---|---|")
+    for r in res["rows"]:
+        print(f"| {r['frame']} | {r['bytes']} | {r['cpu_s']} | {r['wall_s']} | {r['peak_over_footprint_mb']} | "
+              f"{r['error']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

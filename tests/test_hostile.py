@@ -1,0 +1,189 @@
+"""Bounded hostile input (issue 12, item 7): max_output on decompress / NLMDecompressor / open, the
+format-3 block check and block limits, model files that fail before anything is allocated from them,
+and (slow, real default model) what forged frames cost: tests/hostile_frames.py."""
+import io
+import zlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nlmcodec
+from nlmcodec import _frame as F
+from nlmcodec._model import Model
+
+HERE = Path(__file__).resolve().parent
+TEXT = b"The quick brown fox jumps over the lazy dog.  It was the best of times, it was the worst of times.\n" * 40
+
+
+def _unknown_model_frame(size, version=3):
+    """A frame naming a model nobody has, with one word-model block declaring `size` bytes."""
+    blk = F.block_header(F.BLOCK_MODEL, True, size, 8) + b"\0" * 8 + (b"\0" * 4 if version >= 3 else b"")
+    return (F.header_v2(True, F.CHECK_CRC32, b"\xee" * 32, version=version) + blk
+            + F.trailer_v2([(size, len(blk))], size, F.CHECK_CRC32, 0))
+
+
+def test_max_output_checked_before_any_decoding():
+    frame = _unknown_model_frame(50_000)
+    with pytest.raises(nlmcodec.NLMError, match="not bundled"):     # without a bound: the model is looked up
+        nlmcodec.decompress(frame)
+    with pytest.raises(nlmcodec.NLMError, match="output limit.*50000.*max_output=49999"):
+        nlmcodec.decompress(frame, max_output=49_999)                 # with one: refused before that
+
+
+def test_max_output_exact_and_across_frames(tiny_model):
+    blob = nlmcodec.compress(TEXT, model=tiny_model)
+    assert nlmcodec.decompress(blob, max_output=len(TEXT)) == TEXT
+    with pytest.raises(nlmcodec.NLMError, match="output limit"):
+        nlmcodec.decompress(blob, max_output=len(TEXT) - 1)
+    assert nlmcodec.decompress(blob + blob, max_output=2 * len(TEXT)) == TEXT * 2
+    with pytest.raises(nlmcodec.NLMError, match="output limit"):
+        nlmcodec.decompress(blob + blob, max_output=2 * len(TEXT) - 1)   # the bound is for all the frames
+
+
+def test_max_output_streaming_stops_before_the_block_that_crosses(tiny_model):
+    from conftest import word_salad
+
+    data = word_salad(40_000)                          # about 190 KB: three word-model blocks or more
+    blob = nlmcodec.compress(data, model=tiny_model, adapt=False)
+    sizes = [b.size for b in nlmcodec.get_frame_info(blob).blocks]
+    assert len(sizes) >= 3 and {b.kind for b in nlmcodec.get_frame_info(blob).blocks} == {"model"}
+    d = nlmcodec.NLMDecompressor(model=tiny_model, max_output=sizes[0] + sizes[1] - 1)
+    assert d.decompress(blob, max_length=sizes[0]) == data[:sizes[0]]    # the first block is within the bound
+    with pytest.raises(nlmcodec.NLMError, match="output limit"):
+        d.decompress(b"")                              # the second block is refused before it is decoded
+    with pytest.raises(nlmcodec.NLMError, match="output limit"):
+        d.decompress(b"")                              # and the error sticks
+
+
+def test_max_output_in_open(tiny_model):
+    blob = nlmcodec.compress(TEXT, model=tiny_model)
+    with nlmcodec.open(io.BytesIO(blob * 2), max_output=2 * len(TEXT)) as f:
+        assert f.read() == TEXT * 2
+    with nlmcodec.open(io.BytesIO(blob * 2), max_output=len(TEXT) + 10) as f:
+        with pytest.raises(nlmcodec.NLMError, match="output limit"):
+            f.read()
+    with pytest.raises(ValueError, match="only for reading"):
+        nlmcodec.open(io.BytesIO(), "wb", max_output=10)
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), (1.5, TypeError), (True, TypeError), ("9", TypeError)])
+def test_max_output_argument(bad, exc):
+    with pytest.raises(exc):
+        nlmcodec.decompress(b"x", max_output=bad)
+    with pytest.raises(exc):
+        nlmcodec.NLMDecompressor(max_output=bad)
+
+
+def test_format3_block_check_and_limits(tiny_model):
+    from conftest import word_salad
+
+    blob = nlmcodec.compress(word_salad(500), model=tiny_model, adapt=False)
+    info = nlmcodec.get_frame_info(blob)
+    assert info.format_version == 3 and [b.kind for b in info.blocks] == ["model"]
+    # the block CRC sits right after the payload; damaging it is found at the block, not at the end
+    k = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE + len(F.block_header(2, True, info.blocks[0].size,
+                                                               info.blocks[0].compressed_size))
+    k += info.blocks[0].compressed_size
+    bad = blob[:k] + bytes([blob[k] ^ 0x80]) + blob[k + 1:]
+    with pytest.raises(nlmcodec.NLMError, match="block 0: block CRC32 mismatch"):
+        nlmcodec.decompress(bad)
+    # word-model blocks over 64 KiB are refused from the header: in format 3 and in format 2
+    for version in (2, 3):
+        with pytest.raises(nlmcodec.NLMError, match="model block 0 larger than 65536"):
+            nlmcodec.decompress(_unknown_model_frame((1 << 16) + 1, version))
+
+
+def test_encoder_never_writes_blocks_over_the_limit(tiny_model):
+    from conftest import word_salad
+
+    data = word_salad(30_000)
+    for adapt in (False, True):
+        blob = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
+        blocks = nlmcodec.get_frame_info(blob).blocks
+        assert any(b.kind == "model" for b in blocks)
+        assert all(b.size <= F.MAX_MODEL_BLOCK_V3 for b in blocks if b.kind == "model")
+        assert nlmcodec.decompress(blob) == data
+
+
+def test_model_errors_are_nlm_errors(tmp_path, tiny_model):
+    good = tiny_model.to_bytes()
+    assert nlmcodec.ModelFormatError is nlmcodec._errors.ModelFormatError
+    assert issubclass(nlmcodec.ModelFormatError, nlmcodec.NLMError)
+    assert issubclass(nlmcodec.ModelFormatError, ValueError)      # what it was: except ValueError still works
+    for bad, why in ((good[:100], "truncated model file"), (b"junk" * 10, "bad magic"),
+                     (good + b"x", "trailing bytes"), (good[:60000], "truncated model file")):
+        with pytest.raises(nlmcodec.ModelFormatError, match=why):
+            Model.from_bytes(bad)
+        p = tmp_path / "bad.nlmm"
+        p.write_bytes(bad)
+        with pytest.raises(nlmcodec.NLMError, match=why):
+            nlmcodec.load_model(str(p))
+
+
+def test_model_shape_checked_before_reading():
+    """A header declaring the largest shapes fails on its size before any table is read or allocated."""
+    import struct
+
+    from nlmcodec import _model as M
+
+    hdr = M._HDR.pack(M.MAGIC, M.MODEL_FORMAT_VERSION, M.MAX_V, M.MAX_DIM, M.MAX_DIM, M.MAX_C, 20, 0.0, 0.0, 0.0,
+                      M.DTYPE_F32)
+    with pytest.raises(nlmcodec.ModelFormatError, match=r"need at least \d+ bytes, the file has"):
+        Model.from_bytes(hdr + struct.pack("<I", 0))
+
+
+@pytest.mark.slow
+def test_forged_frames_cost(default_model):
+    """The forged frames of tests/hostile_frames.py, measured in their own process: each fails with an
+    NLMError, within 64 MB over the default model's own footprint, and the work before the failure is at
+    most one 64 KiB block: a 10 KB frame of 382 forged blocks costs what its first block costs."""
+    r = subprocess.run([sys.executable, str(HERE / "hostile_frames.py"), "--json"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    rows = {x["frame"]: x for x in res["rows"]}
+    for x in res["rows"]:
+        assert x["error"], x
+        assert x["peak_over_footprint_mb"] < 64, x
+    one = rows["v3: one 64 KiB block, bad block CRC"]
+    many = next(x for k, x in rows.items() if k.startswith("v3:") and "blocks of 64 KiB" in k)
+    assert "block 0" in many["error"] and many["cpu_s"] < 1.5 * one["cpu_s"] + 0.5
+    assert one["cpu_s"] < 10                           # one block of the densest tokens (about 3 s here)
+    assert rows["v3: truncated after a 3-byte payload"]["cpu_s"] < 1
+    assert rows["v3: the same, max_output=1 MiB"]["cpu_s"] < 1 and "output limit" in rows[
+        "v3: the same, max_output=1 MiB"]["error"]
+    assert rows["v2: one 1 MiB block (format 2's old limit)"]["cpu_s"] < 1
+
+
+def test_codec_pool_is_bounded(tiny_model):
+    """Found by fuzzing load_model: every model used kept its codecs in the pool forever (3 GB after
+    22,000 fuzzed models).  The pool now keeps codecs for a bounded number of (model, adapt) keys."""
+    for i in range(3 * nlmcodec._POOL_KEYS):
+        m = tiny_model.with_config(lr=0.001 + i * 1e-6)          # a new model id each time
+        assert nlmcodec.decompress(nlmcodec.compress(b"a line of text\n", model=m), model=m) == b"a line of text\n"
+    assert len(nlmcodec._codec_pool) <= nlmcodec._POOL_KEYS
+
+
+def test_same_frame_compares_lzma_blocks_by_decoding():
+    """Frames are pinned up to the liblzma build: an lzma block coded differently (another preset here,
+    as another liblzma version might) is the same frame; any other difference is not."""
+    from nlmcodec import _encode
+
+    raw = TEXT * 3
+    e = _encode.FrameEncoder(None, None, None, False, F.CHECK_CRC32)
+    a = e.feed(raw) + e.finish()
+    (kind, _, size, payload, _), = F.iter_blocks(a)
+    assert kind == F.BLOCK_LZMA
+    other = F.lzma_compress(raw, 1)
+    assert other != payload
+    blk = F.block_header(F.BLOCK_LZMA, True, size, len(other)) + other
+    b = (F.header_v2(False, F.CHECK_CRC32, None) + blk
+         + F.trailer_v2([(size, len(blk))], size, F.CHECK_CRC32, zlib.crc32(raw)))
+    assert nlmcodec.decompress(b) == raw and a != b
+    assert F.same_frame(a, b)
+    c = F.header_v2(True, F.CHECK_CRC32, None) + b[F.HEADER_SIZE_V2:]       # the adapt flag differs
+    assert not F.same_frame(a, c)
+    assert not F.same_frame(a, a[:-1])
