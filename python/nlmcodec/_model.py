@@ -295,9 +295,11 @@ class Model:
                           self._section("ms"), self._section("vocab"), self._section("class_start"),
                           self._section("prime"))
         if not nm.ok():
-            if nm.err == -1:
-                raise MemoryError("out of memory building the model")
-            raise ModelFormatError(f"invalid model: {native.error_name(nm.err)}")
+            from ._errors import ERR_CONFIG, ERR_VOCAB, check
+
+            if nm.err in (ERR_CONFIG, ERR_VOCAB):        # the file's contents: a bad model
+                raise ModelFormatError(f"invalid model: {native.error_name(nm.err)}", code=nm.err)
+            check(nm.err or ERR_CONFIG, "model")          # not the file: memory, the self-test (the one error map)
         return nm
 
     def save(self, path) -> None:
