@@ -75,17 +75,23 @@ static void load_model(void) {
         fprintf(stderr, "fuzz_block: %s is not a model dump\n", path);
         exit(2);
     }
+    /* the dump holds native (x86: little-endian) float32 / int32, as the core takes them; the model reads the
+     * parameter block in place, so params (and the priming list inside b) live as long as the process */
+    int err = 0;
+    NlmModel* model = nlm_model_new(&cfg, params, NLM_PARAM_F32, (const uint8_t*)ms, vocab, vlen,
+                                    (const uint8_t*)cs, p, plen, &err);
+    if (!model) {
+        fprintf(stderr, "fuzz_block: nlm_model_new failed: %s\n", nlm_error_name(err));
+        exit(2);
+    }
     for (int a = 0; a < 2; a++) {
-        int err = 0;
-        codecs[a] = nlm_codec_new(&cfg, params, ms, vocab, vlen, cs, p, plen, a, &err);
+        codecs[a] = nlm_codec_new(model, a, &err);
         if (!codecs[a]) {
             fprintf(stderr, "fuzz_block: nlm_codec_new failed: %s\n", nlm_error_name(err));
             exit(2);
         }
     }
-    free(params);
     free(cs);
-    free(b);
     dst = malloc(1 << 16);
 }
 
