@@ -200,17 +200,18 @@ ElmanWeights* elman_weights_new(const NlmConfig* cfg, const void* params, int dt
     w->decay = cfg->decay;
     elman_tensor_offsets(cfg, w->off);
     w->np = w->off[ELM_NTENSORS];
-    size_t V = (size_t)w->V, H = (size_t)w->H, C = (size_t)w->C;
+    size_t V = (size_t)w->V, C = (size_t)w->C;
     /* the block as stored, or a native-order copy when it cannot be read in place */
     w->half = dtype == NLM_PARAM_F16;
     size_t isz = w->half ? 2 : 4;
     const void* blk = params;
     /* binary16 is read at any address (kern_*_h); float32 needs 4-byte alignment */
-    if (!host_little_endian() || (!w->half && ((uintptr_t)params % 4) != 0)) {
+    const int le = host_little_endian();
+    if (!le || (!w->half && ((uintptr_t)params % 4) != 0)) {
         uint8_t* cp = walloc(&w->bytes, w->np * isz, 0);
         if (!cp) goto fail;
         memcpy(cp, params, w->np * isz);
-        if (!host_little_endian())
+        if (!le)
             for (size_t i = 0; i < w->np * isz; i += isz)
                 for (size_t a = 0, b = isz - 1; a < b; a++, b--) {
                     uint8_t t = cp[i + a];
@@ -257,7 +258,6 @@ ElmanWeights* elman_weights_new(const NlmConfig* cfg, const void* params, int dt
     memcpy(w->cs, class_start, (C + 1) * 4);
     for (int c = 0; c < w->C; c++)
         for (int r = class_start[c]; r < class_start[c + 1]; r++) w->cls[r] = c;
-    (void)H;
     if (err) *err = NLM_OK;
     return w;
 fail:
