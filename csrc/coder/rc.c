@@ -175,6 +175,48 @@ int rc_dec_finish(RcDec* d) {
     return 0;
 }
 
+/* ---------------- binary decisions ---------------- */
+
+int rc_enc_bit(RcEnc* e, int bit, uint32_t p1) {
+    if (e->err) return e->err;
+    if (p1 == 0 || p1 >= 4096) return NLM_ERR_STATE;
+    uint64_t r = e->range >> 12; /* = range / 4096 */
+    if (bit) {
+        e->range = r * p1;
+    } else {
+        e->low += r * p1;
+        e->range = r * (4096 - p1);
+    }
+    while (e->range < BOT48) {
+        e->range <<= 8;
+        if (shift_low(e)) return e->err;
+    }
+    return 0;
+}
+
+int rc_dec_bit(RcDec* d, uint32_t p1, int* bit) {
+    if (d->err) return d->err;
+    if (p1 == 0 || p1 >= 4096) return NLM_ERR_STATE;
+    uint64_t r = d->range >> 12;
+    if (d->code >= r * 4096) return d->err = NLM_ERR_CORRUPT; /* target >= F */
+    uint64_t b = r * p1;
+    if (d->code < b) { /* target < p1 */
+        *bit = 1;
+        d->range = b;
+    } else {
+        *bit = 0;
+        d->code -= b;
+        d->low = (d->low + b) & MASK56;
+        d->range = r * (4096 - p1);
+    }
+    while (d->range < BOT48) {
+        d->range <<= 8;
+        d->code = (d->code << 8) | dec_byte(d);
+        d->low = (d->low << 8) & MASK56;
+    }
+    return 0;
+}
+
 /* ---------------- wrapper ---------------- */
 
 int rc_code_freqs(Rc* rc, const uint32_t* f, int n, uint32_t F, int* sym) {

@@ -65,6 +65,12 @@ size_t rc_dec_past_end(const RcDec* d);
  * (right length, right final bytes), else NLM_ERR_CORRUPT. */
 int rc_dec_finish(RcDec* d);
 
+/* ---- binary decisions (the byte model, codec/FORMAT.md §9) ----
+ * The symbol (cum, f, F = 2^12) with bit 1 at [0, p1) and bit 0 at [p1, 2^12), 0 < p1 < 2^12: the same
+ * arithmetic as rc_enc_encode / rc_dec_target + rc_dec_update with F = 4096, without the division. */
+int rc_enc_bit(RcEnc* e, int bit, uint32_t p1);
+int rc_dec_bit(RcDec* d, uint32_t p1, int* bit);
+
 /* ---- mode-agnostic wrapper ---- */
 typedef struct {
     int decoding;

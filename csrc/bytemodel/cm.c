@@ -1,0 +1,489 @@
+/* bytemodel/cm.c: the adaptive byte model of codec/FORMAT.md §9 (bitwise context mixing, integers only).
+ *
+ * Owns every table and rule of the byte model; FORMAT.md §9 is the same text in prose.  Per bit:
+ *
+ *   contexts   9 bit-history states: order 0 and 1 (direct tables), orders 2, 3, 4, 6, a word context,
+ *              a column context and a sparse context (hashed nibble slots, 8-bit check, bucket of 4);
+ *   inputs     x[k] = stretch(SM_k[state_k]) for the 9 contexts, the match model's stretch(SM_m[len, bit])
+ *              (0 without a match), and a bias 256: NIN values in 1/256 units of the logit;
+ *   mixers     two weight sets, one selected by c0 (the bits of this byte so far), one by (match state, c1);
+ *              t_j = clamp(Σ w_j[k] x[k] >> 16, ±2047), p_j = squash(t_j); the mix is squash((t_1 + t_2) / 2);
+ *   APM        two stages over stretch(mix): by c0 and by (c0, c1), 33 interpolated buckets each;
+ *              p = (2 mix + apm1 + apm2 ... see cm_predict), clamped to [1, 4095], coded with F = 4096.
+ *
+ * Update after the bit: states step through the bit-history machine, state maps move toward the bit at
+ * rate 1/(n + 1.5) (n capped), mixer weights by err * x, the APM's two buckets toward the bit.
+ *
+ * Every table (squash, stretch, state machine, reciprocals) is computed here by integer code, so the
+ * model is the same on every CPU and compiler by construction.
+ */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
+#include "bytemodel/cm.h"
+
+#include <stdlib.h>
+#ifndef T_LR0
+#define T_LR0 16
+#endif
+#ifndef T_APMR
+#define T_APMR 6
+#endif
+#ifndef T_FW
+#define T_FW 1
+#endif
+#ifndef T_MATCH_MIN
+#define T_MATCH_MIN 6
+#endif
+#ifndef T_W_INIT
+#define T_W_INIT 16384
+#endif
+#ifndef T_MIX_LR
+#define T_MIX_LR 6
+#endif
+#ifndef T_SM_LIMIT
+#define T_SM_LIMIT 1023
+#endif
+#include <string.h>
+
+/* ---- fixed design constants (format constants: FORMAT.md §9.2) ---- */
+enum {
+    NH = 8,            /* hashed contexts: o2 o3 o4 o6 word column sparse word0 */
+    NCTX = NH + 2,     /* + order 0 and order 1 (direct) */
+    IN_MATCH = NCTX,   /* input index of the match model */
+    IN_BIAS = NCTX + 1,
+    NIN = NCTX + 2,
+    NSTATE = 255,      /* bit-history states (state 0 = never seen) */
+    SM_LIMIT = T_SM_LIMIT,   /* state-map count cap */
+    MATCH_MIN = T_MATCH_MIN,     /* bytes hashed to find a match */
+    MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
+    MLEN_BUCKETS = 32,
+    M2_SETS = 5 * 256, /* mixer 2: match state (0 none, 1..4 length class) x c1 */
+    APM_N = 33,
+    MIX_LR = T_MIX_LR,        /* mixer step: w += (x * err * MIX_LR) >> 10 */
+    W_INIT = T_W_INIT,    /* initial weight 0.25 */
+    CNT_MAX = 35,      /* bit-history counts are capped at 35 */
+};
+
+struct CmModel {
+    int size;                 /* size class s: the run has at most 2^s bytes */
+    int tbits, mbits;         /* log2 slots of the hashed table, log2 entries of the match table */
+    uint8_t* slots;           /* 2^tbits slots of 16 bytes: [0] check, [1..15] nibble-tree states */
+    uint8_t* o1;              /* order 1: 2^16 states, (c1 << 8) | c0 */
+    uint8_t o0[256];          /* order 0: state by c0 */
+    uint8_t* buf;             /* the run so far, 2^s bytes */
+    uint32_t* mt;             /* match table: last position after each MATCH_MIN-byte hash */
+    uint32_t pos;             /* bytes coded in this run */
+    /* per-byte context */
+    uint64_t c8;              /* last 8 bytes, newest in bits 0..7 */
+    uint32_t c0;              /* 1 followed by the bits of this byte so far */
+    int bit;                  /* bits of this byte done, 0..7 */
+    uint32_t h[NH];           /* context hashes of this byte */
+    uint8_t* cp[NH];          /* current slot of each hashed context */
+    uint32_t word, pword;     /* hashes of the current and previous word */
+    uint32_t line, pline;     /* start of this line and of the previous one */
+    uint32_t mlen, mptr;      /* match length (0 none) and the position it predicts */
+    int mmiss;                /* the match failed earlier in this byte */
+    /* predictors */
+    uint32_t sm[NIN][256];    /* state maps: p (22 bits) << 10 | count; sm[IN_MATCH] by (length bucket, bit) */
+    int32_t x[NIN];           /* inputs of the current bit */
+    int sidx[NIN];            /* state-map entry used per input (-1 none) */
+    int32_t* w1;              /* mixer 1: 256 sets x NIN */
+    int32_t* w2;              /* mixer 2: M2_SETS sets x NIN */
+    int32_t* wsel1, *wsel2;   /* the selected sets */
+    int t1, t2, pmix;         /* mixer outputs (stretch domain) and the mix (12-bit p) */
+    uint16_t* apm1;           /* 256 x APM_N, 16-bit p */
+    uint16_t* apm2;           /* 65536 x APM_N */
+    int a1, a2, aw;           /* APM buckets used (index of the lower one) and the weight of the upper */
+    /* tables (integer-computed) */
+    int16_t stretch_t[4096];  /* stretch(p) in 1/256 units, p in 12 bits */
+    int16_t squash_t[4096];   /* squash(t) for t in [-2048, 2047] */
+    uint8_t nex[256][2];      /* bit-history transitions */
+    uint8_t n0[256], n1[256]; /* counts of each state */
+    int32_t rec[SM_LIMIT + 1]; /* 2^16 / (n + 1.5) */
+};
+
+/* ---------------------------------------------------------------- integer tables */
+
+/* e^(-1/256) in Q30, computed by an integer Taylor series (terms alternate and shrink by 1/256k). */
+static uint64_t exp_step_q30(void) {
+    /* Q62 accumulation: sum_{k>=0} (-1)^k / (256^k k!) */
+    uint64_t one = 1ull << 62, term = one, sum = one;
+    for (int k = 1; k < 12 && term; k++) {
+        term = term / (256ull * (uint64_t)k);
+        if (k & 1) sum -= term; else sum += term;
+    }
+    return (sum + (1ull << 31)) >> 32; /* Q30 */
+}
+
+static void build_tables(CmModel* m) {
+    /* squash(t) = 4096 / (1 + e^(-t/256)) for t >= 0 from powers of e^(-1/256); symmetric below 0. */
+    uint64_t e1 = exp_step_q30(), e = 1ull << 30; /* e = e^(-t/256) in Q30 */
+    for (int t = 0; t < 2048; t++) {
+        uint64_t p = ((uint64_t)4096 << 30) / ((1ull << 30) + e); /* 2048..4095 */
+        if (p > 4095) p = 4095;
+        m->squash_t[2048 + t] = (int16_t)p;
+        m->squash_t[2048 - t] = (int16_t)(4096 - p < 1 ? 1 : 4096 - p);
+        e = (e * e1 + (1ull << 29)) >> 30;
+    }
+    m->squash_t[0] = 1;
+    /* stretch(p) = the t whose squash is nearest above p: the inverse of squash, monotone. */
+    int t = -2048;
+    for (int p = 0; p < 4096; p++) {
+        while (t < 2047 && m->squash_t[t + 2048] < p) t++;
+        m->stretch_t[p] = (int16_t)t;
+    }
+    /* Bit-history machine: states are count pairs (n0, n1), numbered in breadth-first order from (0, 0).
+     * After bit y the count of y grows (capped at CNT_MAX) and the other is discounted: 0, 1 stay; 2, 3
+     * become 2; n > 3 becomes n / 2 + 1. */
+    uint8_t id[CNT_MAX + 1][CNT_MAX + 1];
+    memset(id, 0xFF, sizeof id);
+    int ns = 1, head = 0;
+    m->n0[0] = m->n1[0] = 0;
+    id[0][0] = 0;
+    while (head < ns) {
+        int a = m->n0[head], b = m->n1[head];
+        for (int y = 0; y < 2; y++) {
+            int na = a, nb = b;
+            if (y) {
+                nb = b < CNT_MAX ? b + 1 : CNT_MAX;
+                na = a <= 1 ? a : a <= 3 ? 2 : a / 2 + 1;
+            } else {
+                na = a < CNT_MAX ? a + 1 : CNT_MAX;
+                nb = b <= 1 ? b : b <= 3 ? 2 : b / 2 + 1;
+            }
+            if (id[na][nb] == 0xFF) { /* the machine has 254 states (checked by tests/c/test_cm.c) */
+                id[na][nb] = (uint8_t)ns;
+                m->n0[ns] = (uint8_t)na;
+                m->n1[ns] = (uint8_t)nb;
+                ns++;
+            }
+            m->nex[head][y] = id[na][nb];
+        }
+        head++;
+    }
+    for (int s = ns; s < 256; s++) { /* unreachable: map to themselves */
+        m->n0[s] = m->n1[s] = 0;
+        m->nex[s][0] = m->nex[s][1] = (uint8_t)s;
+    }
+    for (int n = 0; n <= SM_LIMIT; n++) m->rec[n] = (int32_t)((1u << 17) / (uint32_t)(2 * n + 3));
+}
+
+static inline int squash(const CmModel* m, int t) {
+    if (t > 2047) t = 2047;
+    if (t < -2047) t = -2047;
+    return m->squash_t[t + 2048];
+}
+static inline int stretch(const CmModel* m, int p) { return m->stretch_t[p]; }
+
+/* ---------------------------------------------------------------- state maps */
+
+static void sm_init(CmModel* m) {
+    for (int k = 0; k < NCTX; k++)
+        for (int s = 0; s < 256; s++) {
+            uint32_t a = m->n0[s], b = m->n1[s];
+            uint32_t p22 = (uint32_t)((((uint64_t)(2 * b + 1)) << 22) / (2 * (a + b) + 2));
+            m->sm[k][s] = p22 << 10;
+        }
+    for (int s = 0; s < 256; s++) m->sm[IN_MATCH][s] = (s & 1 ? 3u << 20 : 1u << 20) << 10; /* 3/4, 1/4 */
+    for (int s = 0; s < 256; s++) m->sm[IN_BIAS][s] = 0;
+}
+
+static inline int sm_p(const CmModel* m, int k, int s) { return (int)(m->sm[k][s] >> 20); }
+
+static inline void sm_update(CmModel* m, int k, int s, int y) {
+    uint32_t e = m->sm[k][s];
+    int n = (int)(e & 1023);
+    int32_t p22 = (int32_t)(e >> 10);
+    int32_t target = y ? (1 << 22) - 1 : 0;
+    p22 += (int32_t)(((int64_t)(target - p22) * m->rec[n]) >> 16);
+    if (n < SM_LIMIT) n++;
+    m->sm[k][s] = ((uint32_t)p22 << 10) | (uint32_t)n;
+}
+
+/* ---------------------------------------------------------------- hashing and slots */
+
+static inline uint32_t hash64(uint64_t x, uint32_t salt) {
+    x = (x + salt) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(x >> 32);
+}
+
+/* The slot of hash h: bucket of 4 slots at the top tbits of h (low 2 bits cleared), check = h's low byte.
+ * A miss takes the slot whose first state has the smallest count and clears it. */
+static uint8_t* slot_find(CmModel* m, uint32_t h) {
+    uint32_t base = (h >> (32 - m->tbits)) & ~3u;
+    uint8_t chk = (uint8_t)h;
+    uint8_t* b = m->slots + (size_t)base * 16;
+    for (int j = 0; j < 4; j++)
+        if (b[j * 16] == chk) return b + j * 16;
+    int best = 0, bp = 1 << 30;
+    for (int j = 0; j < 4; j++) {
+        uint8_t s = b[j * 16 + 1];
+        int pr = m->n0[s] + m->n1[s];
+        if (pr < bp) bp = pr, best = j;
+    }
+    uint8_t* s = b + best * 16;
+    memset(s, 0, 16);
+    s[0] = chk;
+    return s;
+}
+
+/* ---------------------------------------------------------------- model */
+
+CmModel* cm_new(int size, int* err) {
+    if (size < CM_SIZE_MIN || size > CM_SIZE_MAX) {
+        *err = NLM_ERR_CORRUPT;
+        return NULL;
+    }
+    CmModel* m = (CmModel*)calloc(1, sizeof *m);
+    if (!m) goto nomem;
+    m->size = size;
+    m->tbits = size + 2 < 22 ? size + 2 : 22;
+    m->mbits = size - 2;
+    m->slots = (uint8_t*)calloc((size_t)1 << m->tbits, 16);
+    m->o1 = (uint8_t*)calloc(65536, 1);
+    m->buf = (uint8_t*)malloc((size_t)1 << size);
+    m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, sizeof(uint32_t));
+    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NIN);
+    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NIN);
+    m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
+    m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
+    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2) goto nomem;
+    build_tables(m);
+    sm_init(m);
+    for (int i = 0; i < 256 * NIN; i++) m->w1[i] = W_INIT;
+    for (int i = 0; i < M2_SETS * NIN; i++) m->w2[i] = W_INIT;
+    for (int j = 0; j < APM_N; j++) {
+        int p = squash(m, (j - 16) * 128) * 16;
+        for (int c = 0; c < 256; c++) m->apm1[c * APM_N + j] = (uint16_t)p;
+        for (int c = 0; c < 65536; c++) m->apm2[c * APM_N + j] = (uint16_t)p;
+    }
+    m->c0 = 1;
+    m->line = m->pline = 0;
+    for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hash64(0, (uint32_t)i + 1));
+    return m;
+nomem:
+    cm_free(m);
+    *err = NLM_ERR_NOMEM;
+    return NULL;
+}
+
+void cm_free(CmModel* m) {
+    if (!m) return;
+    free(m->slots);
+    free(m->o1);
+    free(m->buf);
+    free(m->mt);
+    free(m->w1);
+    free(m->w2);
+    free(m->apm1);
+    free(m->apm2);
+    free(m);
+}
+
+int cm_size(const CmModel* m) { return m->size; }
+
+size_t cm_memory(const CmModel* m) {
+    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)1 << m->size) + ((size_t)4 << m->mbits)
+           + sizeof(int32_t) * (256 + M2_SETS) * NIN + sizeof(uint16_t) * (256 + 65536) * APM_N;
+}
+
+/* Node of the current bit inside its nibble slot: 1, 2-3, 4-7, 8-15. */
+static inline int nibble_node(const CmModel* m) {
+    return m->bit < 4 ? (int)m->c0 : (int)((m->c0 & ((1u << (m->bit - 4)) - 1)) | (1u << (m->bit - 4)));
+}
+
+static inline int apm_p(uint16_t* a, int idx, int w) {
+    return (a[idx] * (128 - w) + a[idx + 1] * w) >> 11; /* 16-bit p -> 12 bits */
+}
+
+/* P(next bit = 1) in 12 bits. */
+static int cm_predict(CmModel* m) {
+    int node = nibble_node(m);
+    int32_t* x = m->x;
+    for (int i = 0; i < NH; i++) {
+        int s = m->cp[i][node];
+        m->sidx[i] = s;
+        x[i] = stretch(m, sm_p(m, i, s));
+    }
+    int s1 = m->o1[((m->c8 & 0xFF) << 8) | m->c0];
+    m->sidx[NH] = s1;
+    x[NH] = stretch(m, sm_p(m, NH, s1));
+    int s0 = m->o0[m->c0];
+    m->sidx[NH + 1] = s0;
+    x[NH + 1] = stretch(m, sm_p(m, NH + 1, s0));
+    /* match model: the bit the earlier occurrence had here, while this byte still agrees with it */
+    int msel = 0;
+    m->sidx[IN_MATCH] = -1;
+    x[IN_MATCH] = 0;
+    if (m->mlen > 0 && !m->mmiss) {
+        int eb = m->buf[m->mptr];
+        if (((uint32_t)(eb | 256) >> (8 - m->bit)) == m->c0) {
+            int ebit = (eb >> (7 - m->bit)) & 1;
+            uint32_t l = m->mlen;
+            int lb = l < 16 ? (int)l : 16 + (int)((l - 16) >> 3 < 15 ? (l - 16) >> 3 : 15);
+            int s = lb * 2 + ebit;
+            m->sidx[IN_MATCH] = s;
+            x[IN_MATCH] = stretch(m, sm_p(m, IN_MATCH, s));
+            msel = 1 + (l < 8 ? 0 : l < 16 ? 1 : l < 32 ? 2 : 3);
+        } else {
+            m->mmiss = 1;
+        }
+    }
+    x[IN_BIAS] = 256;
+    m->sidx[IN_BIAS] = -1;
+    /* mixers */
+    m->wsel1 = m->w1 + (size_t)m->c0 * NIN;
+    m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NIN;
+    int64_t d1 = 0, d2 = 0;
+    for (int k = 0; k < NIN; k++) {
+        d1 += (int64_t)m->wsel1[k] * x[k];
+        d2 += (int64_t)m->wsel2[k] * x[k];
+    }
+    int t1 = (int)(d1 >> 16), t2 = (int)(d2 >> 16);
+    if (t1 > 2047) t1 = 2047;
+    if (t1 < -2047) t1 = -2047;
+    if (t2 > 2047) t2 = 2047;
+    if (t2 < -2047) t2 = -2047;
+    m->t1 = t1;
+    m->t2 = t2;
+    int t = (t1 + t2) / 2;
+    m->pmix = squash(m, t);
+    /* APM stages over stretch(mix) */
+    int u = t + 2048; /* 1..4095 */
+    int lo = u >> 7, w = u & 127;
+    m->aw = w;
+    m->a1 = (int)m->c0 * APM_N + lo;
+    m->a2 = (int)(((m->c8 & 0xFF) << 8) | m->c0) * APM_N + lo;
+    int pa = apm_p(m->apm1, m->a1, w), pb = apm_p(m->apm2, m->a2, w);
+    int p = (T_FW * m->pmix + (4 - T_FW) * ((pa + pb) >> 1) + 2) >> 2;
+    if (p < 1) p = 1;
+    if (p > 4095) p = 4095;
+    return p;
+}
+
+static inline void apm_update(uint16_t* a, int idx, int w, int y) {
+    int j = idx + (w >= 64);
+    int target = y ? 65535 : 0;
+    a[j] = (uint16_t)(a[j] + ((target - a[j]) >> T_APMR));
+}
+
+static void cm_update(CmModel* m, int y) {
+    int node = nibble_node(m);
+    /* states and state maps */
+    for (int i = 0; i < NH; i++) {
+        sm_update(m, i, m->sidx[i], y);
+        m->cp[i][node] = m->nex[m->sidx[i]][y];
+    }
+    sm_update(m, NH, m->sidx[NH], y);
+    m->o1[((m->c8 & 0xFF) << 8) | m->c0] = m->nex[m->sidx[NH]][y];
+    sm_update(m, NH + 1, m->sidx[NH + 1], y);
+    m->o0[m->c0] = m->nex[m->sidx[NH + 1]][y];
+    if (m->sidx[IN_MATCH] >= 0) sm_update(m, IN_MATCH, m->sidx[IN_MATCH], y);
+    /* mixers: w += x * err * lr, err in 12 bits */
+    int lr = (MIX_LR << 4) + (int)(((uint32_t)T_LR0 << 16) / ((m->pos >> 4) + 4096));
+    int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
+    for (int k = 0; k < NIN; k++) {
+        m->wsel1[k] += (int32_t)(((int64_t)m->x[k] * e1) >> 18);
+        m->wsel2[k] += (int32_t)(((int64_t)m->x[k] * e2) >> 18);
+    }
+    apm_update(m->apm1, m->a1, m->aw, y);
+    apm_update(m->apm2, m->a2, m->aw, y);
+    /* next bit */
+    m->c0 = (m->c0 << 1) | (uint32_t)y;
+    m->bit++;
+    if (m->bit == 4) {
+        for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, m->h[i] ^ hash64(m->c0, 0x5bd1e995u));
+    }
+}
+
+static inline int is_letter(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 128; }
+
+/* A byte c is done: history, match model, context hashes, slots. */
+static void cm_byte(CmModel* m, int c) {
+    uint32_t pos = m->pos;
+    m->buf[pos] = (uint8_t)c;
+    m->pos = ++pos;
+    m->c8 = (m->c8 << 8) | (uint64_t)c;
+    m->c0 = 1;
+    m->bit = 0;
+    m->mmiss = 0;
+    /* word and line */
+    if (is_letter(c)) {
+        int lc = c >= 'A' && c <= 'Z' ? c + 32 : c;
+        m->word = (m->word + (uint32_t)lc + 1) * 0x2F0F3A55u;
+    } else if (m->word) {
+        m->pword = m->word;
+        m->word = 0;
+    }
+    if (c == '\n') {
+        m->pline = m->line;
+        m->line = pos;
+    }
+    /* match model */
+    if (m->mlen > 0) {
+        if (m->buf[m->mptr] == (uint8_t)c && m->mptr + 1 < pos) {
+            m->mlen++;
+            m->mptr++;
+        } else {
+            m->mlen = 0;
+        }
+    }
+    if (pos >= MATCH_MIN) {
+        uint32_t hm = hash64(m->c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
+        if (m->mlen == 0) {
+            uint32_t cand = m->mt[hm];
+            if (cand > 0) {
+                uint32_t l = 0;
+                while (l < MATCH_VERIFY && l < cand && m->buf[cand - 1 - l] == m->buf[pos - 1 - l]) l++;
+                if (l >= MATCH_MIN) {
+                    m->mlen = l;
+                    m->mptr = cand;
+                }
+            }
+        }
+        m->mt[hm] = pos;
+    }
+    /* contexts of the next byte */
+    uint64_t c8 = m->c8;
+    uint32_t col = pos - m->line;
+    uint32_t above = m->pline + col < m->line ? m->buf[m->pline + col] : 0;
+    uint64_t ctx[NH] = {
+        c8 & 0xFFFF,
+        c8 & 0xFFFFFF,
+        c8 & 0xFFFFFFFF,
+        c8 & 0xFFFFFFFFFFFFull,
+        ((uint64_t)m->word << 32) | (m->pword ^ (m->word ? 0 : (uint32_t)(c8 & 0xFF) << 24)),
+        ((uint64_t)above << 8) | (c8 & 0xFF),
+        (c8 >> 8) & 0xFFFF,
+        (uint64_t)m->word << 8 | (c8 & 0xFF),
+    };
+    for (int i = 0; i < NH; i++) {
+        m->h[i] = hash64(ctx[i], (uint32_t)(i + 1) * 0x3C6EF372u);
+        m->cp[i] = slot_find(m, m->h[i]);
+    }
+}
+
+int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n) {
+    if ((uint64_t)m->pos + n > ((uint64_t)1 << m->size)) return NLM_ERR_CORRUPT;
+    for (size_t i = 0; i < n; i++) {
+        int c = rc->decoding ? 0 : buf[i];
+        for (int b = 7; b >= 0; b--) {
+            int p = cm_predict(m);
+            int y;
+            int err;
+            if (rc->decoding) {
+                err = rc_dec_bit(&rc->dec, (uint32_t)p, &y);
+                c = (c << 1) | y;
+            } else {
+                y = (c >> b) & 1;
+                err = rc_enc_bit(&rc->enc, y, (uint32_t)p);
+            }
+            if (err) return err;
+            cm_update(m, y);
+        }
+        if (rc->decoding) buf[i] = (uint8_t)c;
+        cm_byte(m, c);
+    }
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* bytemodel/cm.h: the adaptive byte model (codec/FORMAT.md §9), internal interface.
+ *
+ * Owns: a bitwise context-mixing model of a byte stream in integer arithmetic only (no float anywhere,
+ * so its predictions are the same on every CPU by construction): hashed bit-history statistics of
+ * orders 1-6, a word context, a column context and a sparse context, a match model, two mixers whose
+ * weight sets are selected by small contexts, and two APM stages.  Binary decisions are coded by the
+ * range coder of coder/rc.h with 12-bit probabilities.
+ *
+ * One CmModel codes one run of byte-model blocks: cm_new with the run's size class (the payload's first
+ * byte), then any number of cm_code calls, each one block, the state carried across them.
+ */
+#ifndef NLM_BYTEMODEL_CM_H
+#define NLM_BYTEMODEL_CM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coder/rc.h"
+
+#define CM_SIZE_MIN 10 /* size class s: tables for runs of up to 2^s bytes (codec/FORMAT.md §9.1) */
+#define CM_SIZE_MAX 23
+
+typedef struct CmModel CmModel;
+
+/* A fresh model for a run of at most 2^size bytes (CM_SIZE_MIN <= size <= CM_SIZE_MAX; the format fixes
+ * every table size from it).  NULL and *err on failure. */
+CmModel* cm_new(int size, int* err);
+void cm_free(CmModel* m);
+int cm_size(const CmModel* m);
+/* Bytes the model owns (allocated, touched or not). */
+size_t cm_memory(const CmModel* m);
+
+/* Code n bytes: encoder (rc->decoding == 0) reads buf[0..n), decoder writes it.  Returns 0 or a
+ * negative NLM_ERR_*; NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
+int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n);
+
+#endif /* NLM_BYTEMODEL_CM_H */
