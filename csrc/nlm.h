@@ -189,6 +189,28 @@ typedef struct {
 int nlm_codec_trace(NlmCodec* c, int on);
 const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
 
+/* ---- the byte model (codec/FORMAT.md §9): blocks that the word model does not code ----
+ * An integer context-mixing model of bytes (csrc/bytemodel/cm.c), the same on every CPU by construction.
+ * A run of consecutive byte-model blocks of a group shares one model: the first block of a run starts it
+ * (its payload says for how many bytes at most), the next ones continue it. */
+typedef struct NlmByteCoder NlmByteCoder;
+NlmByteCoder* nlm_bytecoder_new(int* err);
+void nlm_bytecoder_free(NlmByteCoder* b);
+/* End the run in progress (group start): the next block must start a run. */
+int nlm_bytecoder_reset(NlmByteCoder* b);
+/* Bytes owned (the model of the run in progress included, touched or not). */
+size_t nlm_bytecoder_memory(const NlmByteCoder* b);
+/* Size class of a run of run_size bytes (the smallest s >= 10 with 2^s >= run_size), or NLM_ERR_STATE
+ * above 2^23 bytes. */
+int nlm_bytecoder_size_class(uint64_t run_size);
+/* Encode one block of n > 0 bytes.  run_size > 0: start a new run of run_size bytes in all (this block
+ * first); 0: continue the run.  Returns the payload size and makes the payload available through
+ * nlm_bytecoder_output until the next call; negative on error (the run is then ended). */
+int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size);
+const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len);
+/* Decode one block payload into exactly dst_len bytes: dst_len, or NLM_ERR_CORRUPT (the run is then ended). */
+int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
+
 #ifdef __cplusplus
 }
 #endif

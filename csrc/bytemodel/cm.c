@@ -21,27 +21,6 @@
 #include "bytemodel/cm.h"
 
 #include <stdlib.h>
-#ifndef T_LR0
-#define T_LR0 16
-#endif
-#ifndef T_APMR
-#define T_APMR 6
-#endif
-#ifndef T_FW
-#define T_FW 1
-#endif
-#ifndef T_MATCH_MIN
-#define T_MATCH_MIN 6
-#endif
-#ifndef T_W_INIT
-#define T_W_INIT 16384
-#endif
-#ifndef T_MIX_LR
-#define T_MIX_LR 6
-#endif
-#ifndef T_SM_LIMIT
-#define T_SM_LIMIT 1023
-#endif
 #include <string.h>
 
 /* ---- fixed design constants (format constants: FORMAT.md §9.2) ---- */
@@ -52,14 +31,15 @@ enum {
     IN_BIAS = NCTX + 1,
     NIN = NCTX + 2,
     NSTATE = 255,      /* bit-history states (state 0 = never seen) */
-    SM_LIMIT = T_SM_LIMIT,   /* state-map count cap */
-    MATCH_MIN = T_MATCH_MIN,     /* bytes hashed to find a match */
+    SM_LIMIT = 1023,   /* state-map count cap */
+    MATCH_MIN = 6,     /* bytes hashed to find a match */
     MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
     MLEN_BUCKETS = 32,
     M2_SETS = 5 * 256, /* mixer 2: match state (0 none, 1..4 length class) x c1 */
     APM_N = 33,
-    MIX_LR = T_MIX_LR,        /* mixer step: w += (x * err * MIX_LR) >> 10 */
-    W_INIT = T_W_INIT,    /* initial weight 0.25 */
+    MIX_LR = 6,        /* mixer step: w += (x * err * lr) >> 18, lr = 16 MIX_LR + (MIX_LR0 << 16) / (pos / 16 + 4096) */
+    MIX_LR0 = 16,
+    W_INIT = 16384,    /* initial weight 0.25 */
     CNT_MAX = 35,      /* bit-history counts are capped at 35 */
 };
 
@@ -238,7 +218,7 @@ CmModel* cm_new(int size, int* err) {
     CmModel* m = (CmModel*)calloc(1, sizeof *m);
     if (!m) goto nomem;
     m->size = size;
-    m->tbits = size + 2 < 22 ? size + 2 : 22;
+    m->tbits = size + 3 < 22 ? size + 3 : 22;
     m->mbits = size - 2;
     m->slots = (uint8_t*)calloc((size_t)1 << m->tbits, 16);
     m->o1 = (uint8_t*)calloc(65536, 1);
@@ -356,7 +336,7 @@ static int cm_predict(CmModel* m) {
     m->a1 = (int)m->c0 * APM_N + lo;
     m->a2 = (int)(((m->c8 & 0xFF) << 8) | m->c0) * APM_N + lo;
     int pa = apm_p(m->apm1, m->a1, w), pb = apm_p(m->apm2, m->a2, w);
-    int p = (T_FW * m->pmix + (4 - T_FW) * ((pa + pb) >> 1) + 2) >> 2;
+    int p = (m->pmix + 3 * ((pa + pb) >> 1) + 2) >> 2;
     if (p < 1) p = 1;
     if (p > 4095) p = 4095;
     return p;
@@ -365,7 +345,7 @@ static int cm_predict(CmModel* m) {
 static inline void apm_update(uint16_t* a, int idx, int w, int y) {
     int j = idx + (w >= 64);
     int target = y ? 65535 : 0;
-    a[j] = (uint16_t)(a[j] + ((target - a[j]) >> T_APMR));
+    a[j] = (uint16_t)(a[j] + ((target - a[j]) >> 6));
 }
 
 static void cm_update(CmModel* m, int y) {
@@ -381,7 +361,7 @@ static void cm_update(CmModel* m, int y) {
     m->o0[m->c0] = m->nex[m->sidx[NH + 1]][y];
     if (m->sidx[IN_MATCH] >= 0) sm_update(m, IN_MATCH, m->sidx[IN_MATCH], y);
     /* mixers: w += x * err * lr, err in 12 bits */
-    int lr = (MIX_LR << 4) + (int)(((uint32_t)T_LR0 << 16) / ((m->pos >> 4) + 4096));
+    int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->pos >> 4) + 4096));
     int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
     for (int k = 0; k < NIN; k++) {
         m->wsel1[k] += (int32_t)(((int64_t)m->x[k] * e1) >> 18);
@@ -482,7 +462,10 @@ int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n) {
             if (err) return err;
             cm_update(m, y);
         }
-        if (rc->decoding) buf[i] = (uint8_t)c;
+        if (rc->decoding) {
+            buf[i] = (uint8_t)c;
+            if (rc_dec_past_end(&rc->dec) > 7) return NLM_ERR_CORRUPT; /* beyond any valid payload */
+        }
         cm_byte(m, c);
     }
     return 0;

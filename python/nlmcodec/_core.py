@@ -111,4 +111,27 @@ class Codec:
         return np.frombuffer(self._c.trace_records(), dtype=__getattr__("TRACE_DTYPE"))
 
 
-__all__ = ["backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE", "TRACE_DTYPE", "TRACE_PARTS"]
+class ByteCoder:
+    """The byte model (codec/FORMAT.md §9) of one run of byte-model blocks at a time.  Not thread-safe."""
+
+    def __init__(self):
+        self._b = native.ByteCoder()
+        if not self._b.ok():
+            check(self._b.err or -1, "byte model")
+
+    def reset(self):
+        """End the run in progress (every group starts without one)."""
+        check(self._b.reset())
+
+    def memory(self):
+        return self._b.memory()
+
+    def encode_block(self, data, run_size: int = 0):
+        """Payload of one byte-model block; run_size > 0 starts a run of run_size bytes (this block first)."""
+        return check(self._b.encode_block(data, run_size), "byte model")
+
+    def decode_block(self, payload, size):
+        return check(self._b.decode_block(payload, size), "corrupt block")
+
+
+__all__ = ["ByteCoder", "backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE", "TRACE_DTYPE", "TRACE_PARTS"]

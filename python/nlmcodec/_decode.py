@@ -7,8 +7,8 @@ pieces costs linear time.
 
 Hostile input (codec/FORMAT.md §7.3): max_output bounds the output; a block whose declared size would
 cross it is refused before it is decoded (and, when the whole input is at hand, before anything is
-decoded at all).  Format 3 checks each word-model block's CRC32 right after decoding it, so a forged
-block costs at most one block (64 KiB) of decoding.
+decoded at all).  Formats 3 and 4 check each model block's CRC32 right after decoding it, so a forged
+block costs at most one block (64 KiB of the word model, 256 KiB of the byte model) of decoding.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class _Block:
 
     def __init__(self, kind, start, size, payload, index, crc=None):
         self.kind, self.start, self.size, self.payload, self.index = kind, start, size, payload, index
-        self.crc = crc                # format 3 word-model blocks: CRC32 of the output, else None
+        self.crc = crc                # formats 3, 4 model blocks: CRC32 of the output, else None
 
 
 class FrameDecoder:
@@ -56,6 +56,7 @@ class FrameDecoder:
         self._crc = 0
         self._out_size = 0
         self._codec = None
+        self._bcoder = None           # byte model of the group being decoded (one thread)
         self._codecs = []
         self._lock = threading.Lock()
         self._reset = True
@@ -116,6 +117,7 @@ class FrameDecoder:
         if self._codec is not None:
             codecs.append(self._codec)
             self._codec = None
+        self._bcoder = None           # its memory (the run's tables) goes now, not with the decoder object
         if self._release_codec is not None:
             for c in codecs:
                 self._release_codec(c)
@@ -203,20 +205,30 @@ class FrameDecoder:
                            f"max_output={self._max_output}")
 
     def _decode(self, codec, b: _Block) -> bytes:
+        """Output of block b; codec: the word model (word-model blocks) or the group's ByteCoder (byte-model
+        blocks)."""
         if b.kind == F.BLOCK_STORED:
             return b.payload
         if b.kind == F.BLOCK_LZMA:
             return F.lzma_decompress(b.payload, b.size, b.index)
+        what = "word-model" if b.kind == F.BLOCK_MODEL else "byte-model"
         try:
             data = codec.decode_block(b.payload, b.size)
         except NLMError as e:
-            raise NLMError(f"corrupt word-model block {b.index}: {e}", code=e.code) from None
+            raise NLMError(f"corrupt {what} block {b.index}: {e}", code=e.code) from None
         if len(data) != b.size:
-            raise NLMError(f"corrupt word-model block {b.index}: decodes to the wrong size")
+            raise NLMError(f"corrupt {what} block {b.index}: decodes to the wrong size")
         if b.crc is not None and F.crc32(data) != b.crc:
-            raise NLMError(f"corrupt word-model block {b.index}: block CRC32 mismatch (damaged data, or "
-                           f"decoded with another model)")
+            raise NLMError(f"corrupt {what} block {b.index}: block CRC32 mismatch (damaged data" +
+                           (", or decoded with another model)" if b.kind == F.BLOCK_MODEL else ")"))
         return data
+
+    def _byte_coder(self):
+        if self._bcoder is None:
+            from ._core import ByteCoder
+
+            self._bcoder = ByteCoder()
+        return self._bcoder
 
     def _model_codec(self):
         if self._codec is None:
@@ -280,20 +292,28 @@ class FrameDecoder:
             return None
         if b.start:
             self._reset = True
+            if self._bcoder is not None:
+                self._bcoder.reset()
         if b.kind == F.BLOCK_LZMA:
             self._lz = F.LzmaBlockReader(b.payload, b.size, b.index)
             return self._next_v2(complete)
+        if b.kind == F.BLOCK_BYTE:
+            return self._decode(self._byte_coder(), b)
         return self._decode(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
 
     def _run_group(self, blocks):
-        codec = None
+        codec = bcoder = None
         try:
             out = []
             for b in blocks:
                 if b.kind == F.BLOCK_MODEL and codec is None:
                     codec = self._take_codec()
                     codec.reset()
-                out.append(self._decode(codec, b))
+                if b.kind == F.BLOCK_BYTE and bcoder is None:
+                    from ._core import ByteCoder
+
+                    bcoder = ByteCoder()
+                out.append(self._decode(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
             return b"".join(out)
         finally:
             if codec is not None:

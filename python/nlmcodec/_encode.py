@@ -1,4 +1,4 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-3 frames
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-4 frames
 (layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
 
 Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
@@ -7,16 +7,22 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   else at the size), each coded from the trained state.  The cut depends only on the input, never on how
   it was fed or on the thread count, so the frame is the same for any number of threads.
 * Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
-  rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is tried after save(); the block becomes a
-  word-model block when that is strictly smaller than lzma and stored (counting the 32-byte model id in
-  a one-group frame); otherwise the codec is restore()d, so its state is what the decoder will have.
-* The blocks that are not word-model blocks form runs; each run is coded as one lzma block (or stored).
-  A group that mixes the two kinds, or whose word-model blocks exceed 0.8 x lzma preset 1 of the whole
-  group, is also tried as one lzma block, and the smaller coding is kept.  Consecutive groups without any word-model block are coded together as one lzma block of up to
-  PLAIN_RUN_MAX bytes (one group of the format), so logs, code or XML lose nothing to the group cuts.
-* Speed only: every PROBE_SPAN blocks, when at least 256 KiB of the group are left, the model codes the
-  next 32 KiB and is rolled back; it is skipped for those blocks when it is more than PROBE_RATIO times
-  lzma preset 1 on the same bytes (XML, logs, code, other languages are not coded twice).
+  rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is
+  tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
+  when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma and the
+  byte model on the block alone (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d,
+  so its state is what the decoder will have.
+* The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
+  model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
+  only when the byte model is not below 0.8 x lzma preset 1) or stored is smaller.  A group that mixes
+  the kinds, or whose word-model blocks exceed BYTE_TRY_RATIO x lzma preset 1 of the whole group, is also tried
+  plain as a whole, and the smaller coding is kept.  Consecutive groups without any word-model block are
+  coded together, plain, up to PLAIN_RUN_MAX bytes (one group of the format, one byte-model run), so logs,
+  code or XML lose nothing to the group cuts.
+* Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
+  word model codes the next PROBE_SIZE bytes and is rolled back; when that is more than PROBE_RATIO times
+  lzma preset 1 or not smaller than the byte model on the same bytes, the word model is not tried on
+  the rest of the group (XML, logs, code, other languages are not coded twice).
 """
 from __future__ import annotations
 
@@ -29,12 +35,15 @@ from ._errors import ERR_UNSUPPORTED, NLMError
 from . import _frame as F
 
 GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
-PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks share one lzma block up to this
+PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks are coded together up to this
+BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, codec/FORMAT.md §9.1)
+BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format-4 limit)
+BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
-PROBE_SIZE = 32 * 1024
+PROBE_SIZE = 16 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
-PROBE_MIN_LEFT = 8 * PROBE_SIZE
+PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
@@ -89,25 +98,47 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
         payload = _try_model(codec, probe)
     finally:
         codec.restore()
-    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1))
+    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
+        len(payload) + F.BLOCK_CHECK_SIZE < _coded_size(_byte_parts(probe))
+
+
+def _byte_parts(raw):
+    """raw as byte-model blocks: runs of at most BYTE_RUN_MAX bytes, each one model over blocks of
+    BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts)."""
+    from ._core import ByteCoder
+
+    bc = ByteCoder()
+    parts = []
+    for r in range(0, len(raw), BYTE_RUN_MAX):
+        run = raw[r:r + BYTE_RUN_MAX]
+        for p in range(0, len(run), BYTE_BLOCK_SIZE):
+            block = run[p:p + BYTE_BLOCK_SIZE]
+            payload = bc.encode_block(block, len(run) if p == 0 else 0)
+            parts.append((F.BLOCK_BYTE, len(block), payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little")))
+    return parts
 
 
 def _plain(raw):
-    """Parts for bytes that do not use the word model: one lzma block if smaller, else stored blocks."""
-    if len(raw) <= F.MAX_LZMA_BLOCK:
-        lz = F.lzma_compress(raw, LZMA_PRESET)
-        if len(lz) < len(raw):
-            return [(F.BLOCK_LZMA, len(raw), lz)]
-    return [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
+    """Parts for bytes that do not use the word model: the byte model, unless lzma (tried only when the
+    byte model is not clearly ahead of lzma preset 1) or stored blocks are smaller."""
+    best = [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
+    bm = _byte_parts(raw)
+    if _coded_size(bm) < _coded_size(best):
+        best = bm
+    if len(raw) <= F.MAX_LZMA_BLOCK and 5 * _coded_size(best) > 4 * len(F.lzma_compress(raw, 1)):
+        lz = [(F.BLOCK_LZMA, len(raw), F.lzma_compress(raw, LZMA_PRESET))]
+        if _coded_size(lz) < _coded_size(best):
+            best = lz
+    return best
 
 
 def _model_part(size: int, payload: bytes, block) -> tuple:
-    """A word-model block: its payload followed by the block check (CRC32 of its bytes, format 3)."""
+    """A word-model block: its payload followed by the block check (CRC32 of its bytes, formats 3, 4)."""
     return (F.BLOCK_MODEL, size, payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
 
 
 def _psize(t: int, body: bytes) -> int:
-    """Payload size of a part (its body holds the payload, then the block check of a word-model block)."""
+    """Payload size of a part (its body holds the payload, then the block check of a model block)."""
     return len(body) - F.block_check_size(F.FORMAT_VERSION, t)
 
 
@@ -134,7 +165,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
         block = raw[pos:pos + k]
-        if codec is not None and i % PROBE_SPAN == 0:
+        if probe_ok and i % PROBE_SPAN == 0:   # a failed probe rules the word model out for the group
             probe_ok = len(raw) - pos < PROBE_MIN_LEFT or _probe_says_model(codec, raw, pos)
         payload = None
         if probe_ok and not _looks_binary(block):
@@ -142,8 +173,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             payload = _try_model(codec, block)
             if payload is not None:
                 best = k
-                if len(payload) * 5 > 4 * len(F.lzma_compress(block, 1)):
-                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
+                if len(payload) > BYTE_TRY_RATIO * len(F.lzma_compress(block, 1)):
+                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)), _coded_size(_byte_parts(block)))
                 penalty = F.MODEL_ID_SIZE if single and not used else 0
                 if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
                     codec.restore()   # the decoder never runs the model on this block
@@ -163,7 +194,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     if run:
         parts += _plain(raw[run[0][0]:])
     mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
-    if mixed or 5 * _coded_size(parts) > 4 * len(F.lzma_compress(raw, 1)):
+    if mixed or _coded_size(parts) > BYTE_TRY_RATIO * len(F.lzma_compress(raw, 1)):
         alt = _plain(raw)
         if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
             return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
@@ -180,7 +211,7 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one format-3 frame, a group at a time.
+    """Writes one format-4 frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups

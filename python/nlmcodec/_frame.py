@@ -1,22 +1,25 @@
 """The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
-header / block header / trailer serialisers and parsers of formats 3 and 2 (one layout; format 3 adds the
-block check and tighter limits), the format-1 header parser (read only), frame inspection
+header / block header / trailer serialisers and parsers of formats 4, 3 and 2 (one layout; format 3 adds
+the block check and tighter limits, format 4 the byte-model block), the format-1 header parser (read only), frame inspection
 (get_frame_info, list_frames) and the output bound (declared_size).  Policy lives elsewhere: what the encoder
 chooses is _encode.py, how a decoder walks a frame is _decode.py.
 
-Format 3 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
+Format 4 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
 
-    header    magic B1 4E 4C 4D | version 3 | flags | [model id, 32 bytes] | header CRC32 (4)
+    header    magic B1 4E 4C 4D | version 4 | flags | [model id, 32 bytes] | header CRC32 (4)
               flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bits 4-7 zero
-    block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): word-model blocks]
-              type: bits 0-1 kind (0 stored, 1 lzma, 2 word model), bit 2 group start, bits 3-7 zero
-              word-model blocks: at most 64 KiB of output, followed by the CRC32 of that output
+    block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): model blocks]
+              type: bits 0-1 kind (0 stored, 1 lzma, 2 word model, 3 byte model), bit 2 group start,
+              bits 3-7 zero
+              word-model blocks: at most 64 KiB of output, byte-model blocks at most 256 KiB; both are
+              followed by the CRC32 of their output
     end       0x80
     index     group count varint | per group { size varint, coded bytes varint } | total size varint
               | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
     footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
 
-Format 2 (read only) is the same without the block CRC32; its word-model blocks are read up to 64 KiB.
+Format 3 (read only) is format 4 without the byte-model block.  Format 2 (read only) is format 3 without
+the block CRC32; its word-model blocks are read up to 64 KiB.
 
 A group is a run of blocks that starts with a group-start block; the word model's state is reset to
 the trained state at every group start and carried across the group's word-model blocks, so groups
@@ -33,8 +36,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 3            # what this build writes
-READ_VERSIONS = (1, 2, 3)     # what this build reads
+FORMAT_VERSION = 4            # what this build writes
+READ_VERSIONS = (1, 2, 3, 4)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -46,8 +49,9 @@ FLAG_MODEL = 0x08             # format 2: a model id follows the flags
 FLAG_NO_MODEL_V1 = 0x08       # format 1: bit 3 meant the opposite (no model id)
 _FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
 
-BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL = 0, 1, 2
-BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model"}
+BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL, BLOCK_BYTE = 0, 1, 2, 3
+BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model", BLOCK_BYTE: "byte"}
+FIRST_VERSION = {BLOCK_STORED: 1, BLOCK_LZMA: 1, BLOCK_MODEL: 1, BLOCK_BYTE: 4}   # the kind exists from
 TYPE_KIND_MASK = 0x03
 TYPE_GROUP_START = 0x04
 END_MARKER = 0x80
@@ -64,7 +68,8 @@ MAX_MODEL_BLOCK_V2 = 1 << 16  # format-2 word-model blocks: format 2 allowed 1 M
                               # 64 KiB; this reader takes no more (a forged block: one 64 KiB block of work)
 MAX_MODEL_BLOCK_V3 = 1 << 16  # format-3 word-model blocks: at most 64 KiB (the encoder's block size), so a
                               # forged block costs at most 64 KiB of decoding before its CRC fails
-BLOCK_CHECK_SIZE = 4          # format 3: CRC32 of a word-model block's output, after its payload
+MAX_BYTE_BLOCK = 1 << 18     # format-4 byte-model blocks: at most 256 KiB (a forged one: 256 KiB of work)
+BLOCK_CHECK_SIZE = 4          # formats 3, 4: CRC32 of a model block's output, after its payload
 MAX_LZMA_BLOCK = 1 << 26      # lzma blocks: at most 64 MiB (decoded incrementally)
 # Format 1 limit (read only): word-model blocks of at most 1 MiB.
 V1_BLOCK_MAX = 1 << 20
@@ -176,7 +181,7 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- format 2
 def header_v2(adapt: bool, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
-    """Frame header of format 3 (or 2: the same layout)."""
+    """Frame header of format 4 (or 3, 2: the same layout)."""
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0)
     h = bytearray(MAGIC)
     h.append(version)
@@ -223,7 +228,7 @@ def parse_start(buf):
 
 
 def parse_header_v2(buf):
-    """(adapt, check, model_id, header length) of a format-3 or format-2 frame header at buf[0]."""
+    """(adapt, check, model_id, header length) of a format-4, 3 or 2 frame header at buf[0]."""
     _, flags = parse_start(buf)
     if flags & ~_FLAG_KNOWN:
         raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
@@ -240,20 +245,20 @@ def parse_header_v2(buf):
 
 
 def block_check_size(version: int, kind: int) -> int:
-    """Bytes of block check after the payload: 4 (CRC32) for word-model blocks of format 3, else 0."""
-    return BLOCK_CHECK_SIZE if version >= 3 and kind == BLOCK_MODEL else 0
+    """Bytes of block check after the payload: 4 (CRC32) for the model blocks of formats 3 and 4, else 0."""
+    return BLOCK_CHECK_SIZE if version >= 3 and kind in (BLOCK_MODEL, BLOCK_BYTE) else 0
 
 
 def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION):
     """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos]
-    of a frame of `version` (2 or 3), or None for the end marker; Incomplete if buf ends inside it."""
+    of a frame of `version` (2, 3 or 4), or None for the end marker; Incomplete if buf ends inside it."""
     if pos >= len(buf):
         raise Incomplete
     t = buf[pos]
     if t == END_MARKER:
         return None
     kind = t & TYPE_KIND_MASK
-    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START) or kind not in BLOCK_KINDS:
+    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START) or version < FIRST_VERSION[kind]:
         raise NLMError(f"corrupt frame: block {index} has unknown type 0x{t:02x}")
     size, p = read_varint(buf, pos + 1, "block header")
     psize, p = read_varint(buf, p, "block header")
@@ -263,8 +268,10 @@ def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION)
         raise NLMError(f"corrupt frame: block {index} payload larger than its data")
     if kind == BLOCK_STORED and psize != size:
         raise NLMError(f"corrupt frame: stored block {index} has payload size {psize} != {size}")
+    if kind == BLOCK_BYTE and psize < 2:
+        raise NLMError(f"corrupt frame: byte-model block {index} has a payload of {psize} bytes")
     limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_STORED_BLOCK if kind == BLOCK_STORED else \
-        MAX_MODEL_BLOCK_V3 if version >= 3 else MAX_MODEL_BLOCK_V2
+        MAX_BYTE_BLOCK if kind == BLOCK_BYTE else MAX_MODEL_BLOCK_V3 if version >= 3 else MAX_MODEL_BLOCK_V2
     if size > limit:
         raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
     return kind, bool(t & TYPE_GROUP_START), size, psize, p
@@ -325,7 +332,7 @@ def parse_header_v1(buf):
         if pos >= len(buf):
             raise Incomplete
         t = buf[pos]
-        if t not in BLOCK_KINDS:
+        if t not in BLOCK_KINDS or FIRST_VERSION[t] > 1:
             raise NLMError(f"corrupt frame header: block {i} has unknown type {t}")
         bsize, pos = read_varint(buf, pos + 1, "block table")
         psize, pos = read_varint(buf, pos, "block table")

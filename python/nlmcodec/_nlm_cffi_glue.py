@@ -118,3 +118,41 @@ class Codec:
         if n[0] == 0 or t == ffi.NULL:
             return b""
         return bytes(ffi.buffer(t, n[0] * TRACE_SIZE))
+
+
+class ByteCoder:
+    """One NlmByteCoder: the byte model of a run of byte-model blocks (codec/FORMAT.md §9)."""
+
+    def __init__(self):
+        err = ffi.new("int*")
+        b = lib.nlm_bytecoder_new(err)
+        self.err = err[0]
+        self.b = ffi.gc(b, lib.nlm_bytecoder_free) if b != ffi.NULL else None
+
+    def ok(self):
+        return self.b is not None
+
+    def reset(self):
+        return lib.nlm_bytecoder_reset(self.b)
+
+    def memory(self):
+        return lib.nlm_bytecoder_memory(self.b)
+
+    def encode_block(self, data, run_size):
+        r = lib.nlm_bytecoder_encode(self.b, ffi.from_buffer(data), len(data), run_size)
+        if r < 0:
+            return int(r)
+        olen = ffi.new("size_t*")
+        o = lib.nlm_bytecoder_output(self.b, olen)
+        return bytes(ffi.buffer(o, olen[0]))
+
+    def decode_block(self, payload, dst_len):
+        out = ffi.new("uint8_t[]", max(dst_len, 1))
+        r = lib.nlm_bytecoder_decode(self.b, ffi.from_buffer(payload), len(payload), out, dst_len)
+        if r < 0:
+            return int(r)
+        return bytes(ffi.buffer(out, dst_len))
+
+
+def bytecoder_size_class(run_size):
+    return lib.nlm_bytecoder_size_class(run_size)

@@ -5,7 +5,7 @@ Mirrors python/nlmcodec/_nlm_cffi_glue.py function for function: _backend.py pic
 the rest of the package sees the same names.  The GIL is released around every C call that scales with
 the input.  Errors come back as negative codes; _core.py turns them into NLMError (one error map).
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from "nlm.h" nogil:
@@ -40,6 +40,16 @@ cdef extern from "nlm.h" nogil:
         uint32_t off
     int nlm_codec_trace(NlmCodec* c, int on)
     const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n)
+    ctypedef struct NlmByteCoder:
+        pass
+    NlmByteCoder* nlm_bytecoder_new(int* err)
+    void nlm_bytecoder_free(NlmByteCoder* b)
+    int nlm_bytecoder_reset(NlmByteCoder* b)
+    size_t nlm_bytecoder_memory(const NlmByteCoder* b)
+    int nlm_bytecoder_size_class(uint64_t run_size)
+    int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size)
+    const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* length)
+    int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
 
 TOKEN_SIZE = sizeof(NlmLexToken)
 TRACE_SIZE = sizeof(NlmTraceRec)
@@ -195,3 +205,59 @@ cdef class Codec:
         if n == 0 or t == NULL:
             return b""
         return (<const uint8_t*>t)[:n * sizeof(NlmTraceRec)]
+
+
+cdef class ByteCoder:
+    """One NlmByteCoder: the byte model of a run of byte-model blocks (codec/FORMAT.md §9)."""
+    cdef NlmByteCoder* b
+    cdef public int err
+
+    def __cinit__(self):
+        cdef int err = 0
+        self.b = nlm_bytecoder_new(&err)
+        self.err = err
+
+    def __dealloc__(self):
+        if self.b != NULL:
+            nlm_bytecoder_free(self.b)
+            self.b = NULL
+
+    def ok(self):
+        return self.b != NULL
+
+    def reset(self):
+        return nlm_bytecoder_reset(self.b)
+
+    def memory(self):
+        return nlm_bytecoder_memory(self.b)
+
+    def encode_block(self, const uint8_t[::1] data, uint64_t run_size):
+        """Payload bytes, or a negative error code."""
+        cdef size_t n = data.shape[0]
+        cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
+        cdef int64_t r
+        cdef size_t olen = 0
+        cdef const uint8_t* o
+        with nogil:
+            r = nlm_bytecoder_encode(self.b, src, n, run_size)
+        if r < 0:
+            return int(r)
+        o = nlm_bytecoder_output(self.b, &olen)
+        return o[:olen]
+
+    def decode_block(self, const uint8_t[::1] payload, size_t dst_len):
+        """Decoded bytes, or a negative error code."""
+        cdef size_t n = payload.shape[0]
+        cdef const uint8_t* src = &payload[0] if n else <const uint8_t*>b""
+        out = bytearray(dst_len if dst_len else 1)
+        cdef uint8_t[::1] dst = out
+        cdef int64_t r
+        with nogil:
+            r = nlm_bytecoder_decode(self.b, src, n, &dst[0], dst_len)
+        if r < 0:
+            return int(r)
+        return bytes(out[:dst_len])
+
+
+def bytecoder_size_class(uint64_t run_size):
+    return nlm_bytecoder_size_class(run_size)

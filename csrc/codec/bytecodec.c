@@ -1,0 +1,125 @@
+/* codec/bytecodec.c: the nlm.h entry points of the byte model (nlm_bytecoder_*): payloads of byte-model
+ * blocks (codec/FORMAT.md §9.1) around bytemodel/cm.c.
+ *
+ * Owns the payload layout of a byte-model block: one byte, 0 to continue the run of the previous
+ * byte-model block of the group or a size class s (CM_SIZE_MIN..CM_SIZE_MAX) to start a fresh model for
+ * a run of at most 2^s bytes; then the range-coder bytes of the block's bits (flushed per block, checked
+ * canonical by the decoder).
+ */
+#include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytemodel/cm.h"
+#include "coder/rc.h"
+#include "nlm.h"
+
+struct NlmByteCoder {
+    CmModel* m; /* the run in progress, NULL between runs */
+    Rc rc;
+    uint8_t* out; /* encoder output: the run byte then the range-coder bytes */
+    size_t out_len, out_cap;
+};
+
+NlmByteCoder* nlm_bytecoder_new(int* err) {
+    NlmByteCoder* b = (NlmByteCoder*)calloc(1, sizeof *b);
+    if (!b) {
+        *err = NLM_ERR_NOMEM;
+        return NULL;
+    }
+    rc_enc_init(&b->rc.enc);
+    return b;
+}
+
+void nlm_bytecoder_free(NlmByteCoder* b) {
+    if (!b) return;
+    cm_free(b->m);
+    rc_enc_free(&b->rc.enc);
+    free(b->out);
+    free(b);
+}
+
+int nlm_bytecoder_reset(NlmByteCoder* b) {
+    cm_free(b->m);
+    b->m = NULL;
+    return 0;
+}
+
+size_t nlm_bytecoder_memory(const NlmByteCoder* b) {
+    return sizeof *b + (b->m ? cm_memory(b->m) : 0) + b->rc.enc.cap + b->out_cap;
+}
+
+int nlm_bytecoder_size_class(uint64_t run_size) {
+    int s = CM_SIZE_MIN;
+    while (s < CM_SIZE_MAX && ((uint64_t)1 << s) < run_size) s++;
+    return ((uint64_t)1 << s) < run_size ? NLM_ERR_STATE : s;
+}
+
+static int start_run(NlmByteCoder* b, int s) {
+    int err = 0;
+    cm_free(b->m);
+    b->m = cm_new(s, &err);
+    return b->m ? 0 : err;
+}
+
+int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size) {
+    int s = 0, err;
+    if (run_size) {
+        s = nlm_bytecoder_size_class(run_size);
+        if (s < 0) return s;
+        if ((err = start_run(b, s))) return err;
+    } else if (!b->m) {
+        return NLM_ERR_STATE;
+    }
+    if (n == 0) return NLM_ERR_STATE;
+    b->rc.decoding = 0;
+    rc_enc_reset(&b->rc.enc);
+    err = cm_code(b->m, &b->rc, (uint8_t*)src, n);
+    if (!err) err = rc_enc_finish(&b->rc.enc);
+    if (err) {
+        nlm_bytecoder_reset(b); /* the run's state is undefined after an error */
+        return err == NLM_ERR_CORRUPT ? NLM_ERR_STATE : err;
+    }
+    size_t need = 1 + b->rc.enc.len;
+    if (need > b->out_cap) {
+        uint8_t* o = (uint8_t*)realloc(b->out, need);
+        if (!o) {
+            nlm_bytecoder_reset(b);
+            return NLM_ERR_NOMEM;
+        }
+        b->out = o;
+        b->out_cap = need;
+    }
+    b->out[0] = (uint8_t)s;
+    memcpy(b->out + 1, b->rc.enc.buf, b->rc.enc.len);
+    b->out_len = need;
+    return (int64_t)need;
+}
+
+const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len) {
+    *len = b->out_len;
+    return b->out;
+}
+
+int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len) {
+    if (n < 1 || dst_len == 0) return NLM_ERR_CORRUPT;
+    int s = src[0], err;
+    if (s) {
+        if (s < CM_SIZE_MIN || s > CM_SIZE_MAX) return NLM_ERR_CORRUPT;
+        if ((err = start_run(b, s))) return err;
+    } else if (!b->m) {
+        return NLM_ERR_CORRUPT; /* continues a run that was never started */
+    }
+    Rc rc;
+    memset(&rc, 0, sizeof rc);
+    rc.decoding = 1;
+    rc_dec_init(&rc.dec, src + 1, n - 1);
+    err = cm_code(b->m, &rc, dst, dst_len);
+    if (!err) err = rc_dec_finish(&rc.dec);
+    if (err) {
+        nlm_bytecoder_reset(b);
+        return err == NLM_ERR_NOMEM ? err : NLM_ERR_CORRUPT;
+    }
+    return (int64_t)dst_len;
+}
