@@ -59,14 +59,21 @@ def test_adversarial_mixtures_round_trip(tiny_model, segments, seed, adapt):
 
 
 def test_refused_whole_block_between_model_blocks(tiny_model):
-    """A block made only of a 65,536-byte whitespace run is refused by the word model; the blocks on
-    both sides are word-model blocks and the frame decodes (both modes)."""
+    """A block made only of a 65,536-byte whitespace run is refused by the word model: no word-model block
+    holds it, and the frame decodes (both modes).  In dynamic mode the word model wins the text on both
+    sides; in static mode the tiny model loses this word salad to the byte model, so no block uses it."""
     head = word_salad(3000, seed=4) + b"\n"
     data = head + b" " * ((-len(head)) % B) + b" " * B + b"\t" * 10 + word_salad(15000, seed=5)
     for adapt in (False, True):
         f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
-        kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
-        assert kinds[0] == "model" and kinds[-1] == "model" and len(kinds) >= 3
+        blocks = nlmcodec.get_frame_info(f).blocks
+        kinds = [b.kind for b in blocks]
+        pos = 0
+        for b in blocks:
+            assert b.kind != "model" or b" " * B not in data[pos:pos + b.size]
+            pos += b.size
+        if adapt:
+            assert kinds[0] == "model" and kinds[-1] == "model" and len(kinds) >= 3
         assert nlmcodec.decompress(f, model=tiny_model) == data
 
 
@@ -83,7 +90,10 @@ def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
     frames = {t: _frame_with(tiny_model, data, adapt, t, 80 << 10) for t in (1, 2, 3, 8)}
     assert len(set(frames.values())) == 1
     f = frames[1]
-    assert len(nlmcodec.get_frame_info(f).groups) >= 4
+    info = nlmcodec.get_frame_info(f)
+    # groups without a word-model block are coded together: static mode (the tiny model loses this word
+    # salad to the byte model) has fewer groups
+    assert len(info.groups) >= (4 if adapt else 1)
     for t in (1, 2, 3, 8):
         assert nlmcodec.decompress(f, model=tiny_model, threads=t) == data
     # incremental decoding with threads, fed in small pieces, max_length respected

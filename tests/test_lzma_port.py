@@ -86,7 +86,8 @@ VARIANTS = {
     "model-static-crc32": (INPUT, False, CHECK_CRC32),
     "model-adapt-nocheck": (INPUT, True, CHECK_NONE),
     "model-static-nocheck": (INPUT, False, CHECK_NONE),
-    "lzma-block": (b"abc" * 3000, True, CHECK_CRC32),
+    "lzma-block": (random.Random(3).randbytes(4096) * 50, True, CHECK_CRC32),   # long exact repeats: lzma wins
+    "byte-block": (b"abc" * 3000, True, CHECK_CRC32),
     "stored-block": (NOISE, False, CHECK_CRC32),
     "empty": (b"", True, CHECK_CRC32),
 }
@@ -107,6 +108,7 @@ def test_frames_are_what_they_claim():
     kinds = {name: {b.kind for b in nlmcodec.get_frame_info(frame(*v)).blocks} for name, v in VARIANTS.items()}
     assert kinds["model-adapt-crc32"] == kinds["model-static-crc32"] == {"model"}
     assert kinds["lzma-block"] == {"lzma"} and kinds["stored-block"] == {"stored"} and kinds["empty"] == set()
+    assert kinds["byte-block"] == {"byte"}
 
 
 # -------------------------------------------------------------------------------------------- bad args

@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 3 are named v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format 4 are named v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
@@ -65,6 +65,21 @@ NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, 
 V = f"v{_frame.FORMAT_VERSION}-"                   # names of the vectors of the current format
 
 
+def log_input():
+    """A 270 KB web-server-like log (generated): more than one 256 KiB byte-model block, so its frame holds a
+    run of two byte-model blocks, the second continuing the first (format 4)."""
+    r = random.Random(4)
+    paths = [b"/index.html", b"/img/logo.png", b"/api/v1/items", b"/static/app.js", b"/robots.txt"]
+    out = bytearray()
+    i = 0
+    while len(out) < 270_000:
+        out += b"10.0.%d.%d - - [01/Dec/2026:13:%02d:%02d +0000] \"GET %s HTTP/1.1\" %d %d\n" % (
+            r.randrange(4), r.randrange(256), (i // 60) % 60, i % 60, r.choice(paths), r.choice((200, 200, 304, 404)),
+            r.randrange(100, 40000))
+        i += 1
+    return bytes(out)
+
+
 def fallback_input():
     """Text, then a run of tabs that fills whole 64 KiB blocks (a run over 65,535 bytes, which the word
     model refuses), then text: word-model blocks on both sides of refused blocks (issue 8)."""
@@ -98,6 +113,12 @@ def ok_vectors():
                 {"model": None, "adapt": True, "check": 0, "reencode": True}))
     out.append((f"{V}concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
                 {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
+    if _frame.FORMAT_VERSION >= 4:
+        log = log_input()
+        f = nomodel_frame(log, False)
+        assert [b.kind for b in nlmcodec.get_frame_info(f).blocks] == ["byte", "byte"]
+        out.append((f"{V}log_270k-nomodel-static", log, f,
+                    {"model": None, "adapt": False, "check": 1, "reencode": True}))
     bundled = nlmcodec._bundled_files()
     for model_name in ("tiny", "default"):
         if model_name not in bundled:
@@ -160,6 +181,8 @@ def error_vectors():
                                                                                     info.blocks[0].compressed_size))
         k += info.blocks[0].compressed_size                  # the block CRC32
         v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
+    if _frame.FORMAT_VERSION >= 4:
+        v.update(byte_error_vectors())
     out = {V + k: x for k, x in v.items()}
     # format 2, as this release reads it: word-model blocks of at most 64 KiB (what its encoder wrote)
     big = _frame.MAX_MODEL_BLOCK_V2 + 1
@@ -169,6 +192,61 @@ def error_vectors():
         + _frame.trailer_v2([(big, len(blk))], big, _frame.CHECK_CRC32, 0),
         f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V2} bytes")
     return out
+
+
+def _byte_frame(blocks) -> bytes:
+    """A frame (no model id) of the given byte-model blocks [(group start, size, payload, crc)]."""
+    body = b""
+    groups = []
+    for start, size, payload, crc in blocks:
+        b = _frame.block_header(_frame.BLOCK_BYTE, start, size, len(payload)) + payload + crc.to_bytes(4, "little")
+        if start:
+            groups.append([0, 0])
+        groups[-1][0] += size
+        groups[-1][1] += len(b)
+        body += b
+    total = sum(g[0] for g in groups)
+    return (_frame.header_v2(False, _frame.CHECK_CRC32, None) + body
+            + _frame.trailer_v2([tuple(g) for g in groups], total, _frame.CHECK_CRC32, 0))
+
+
+def byte_error_vectors():
+    """Format 4: damaged or forged byte-model blocks (codec/FORMAT.md §9.1)."""
+    from nlmcodec._core import ByteCoder
+
+    text = ENGLISH * 20
+    bc = ByteCoder()
+    p1 = bc.encode_block(text, len(text))
+    crc = zlib.crc32(text)
+    v = {}
+    v["byte_block_crc_mismatch"] = (_byte_frame([(True, len(text), p1, crc ^ 1)]), "block CRC32 mismatch")
+    v["byte_payload_flipped"] = (_byte_frame([(True, len(text), p1[:20] + bytes([p1[20] ^ 0x40]) + p1[21:], crc)]),
+                                 "corrupt byte-model block 0")
+    v["byte_continue_without_run"] = (_byte_frame([(True, len(text), b"\x00" + p1[1:], crc)]),
+                                      "corrupt byte-model block 0")
+    v["byte_bad_run_byte"] = (_byte_frame([(True, len(text), b"\x18" + p1[1:], crc)]), "corrupt byte-model block 0")
+    # a run started for 2^10 bytes, then a block that takes it past 1,024 bytes
+    small = text[:1000]
+    bc2 = ByteCoder()
+    q1 = bc2.encode_block(small, len(small))
+    q2 = bc.encode_block(text[:100], 0)        # any payload: the run overflows before it matters
+    v["byte_run_overflow"] = (_byte_frame([(True, len(small), q1, zlib.crc32(small)),
+                                           (False, 100, q2, zlib.crc32(text[:100]))]), "corrupt byte-model block 1")
+    # a group start ends the run: the next group cannot continue it
+    bc3 = ByteCoder()
+    r1 = bc3.encode_block(small, 2000)
+    r2 = bc3.encode_block(small, 0)
+    v["byte_continue_across_groups"] = (_byte_frame([(True, len(small), r1, zlib.crc32(small)),
+                                                     (True, len(small), r2, zlib.crc32(small))]),
+                                        "corrupt byte-model block 1")
+    big = _frame.MAX_BYTE_BLOCK + 1
+    v["byte_block_too_large"] = (_byte_frame([(True, big, b"\x17" + b"\x00" * 8, 0)]),
+                                 f"byte block 0 larger than {_frame.MAX_BYTE_BLOCK} bytes")
+    # kind 3 in a format-3 frame is an unknown block type
+    f4 = _byte_frame([(True, len(text), p1, crc)])
+    h3 = _frame.header_v2(False, _frame.CHECK_CRC32, None, version=3)
+    v["byte_block_in_v3"] = (h3 + f4[_frame.HEADER_SIZE_V2:], "unknown type 0x07")
+    return v
 
 
 def _write_new(path: Path, data: bytes, report, check_only):

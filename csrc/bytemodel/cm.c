@@ -40,6 +40,7 @@ enum {
     MIX_LR = 6,        /* mixer step: w += (x * err * lr) >> 18, lr = 16 MIX_LR + (MIX_LR0 << 16) / (pos / 16 + 4096) */
     MIX_LR0 = 16,
     W_INIT = 16384,    /* initial weight 0.25 */
+    W_MAX = 1 << 24,   /* weights are clamped to +-256.0 */
     CNT_MAX = 35,      /* bit-history counts are capped at 35 */
 };
 
@@ -130,7 +131,7 @@ static void build_tables(CmModel* m) {
                 na = a < CNT_MAX ? a + 1 : CNT_MAX;
                 nb = b <= 1 ? b : b <= 3 ? 2 : b / 2 + 1;
             }
-            if (id[na][nb] == 0xFF) { /* the machine has 254 states (checked by tests/c/test_cm.c) */
+            if (id[na][nb] == 0xFF) { /* 254 states in all (codec/FORMAT.md §9.2) */
                 id[na][nb] = (uint8_t)ns;
                 m->n0[ns] = (uint8_t)na;
                 m->n1[ns] = (uint8_t)nb;
@@ -146,6 +147,14 @@ static void build_tables(CmModel* m) {
     }
     for (int n = 0; n <= SM_LIMIT; n++) m->rec[n] = (int32_t)((1u << 17) / (uint32_t)(2 * n + 3));
 }
+
+/* Arithmetic shift right = floor(x / 2^k), defined for negative x too (C leaves >> of a negative
+ * value to the implementation). */
+static inline int64_t asr(int64_t x, int k) { return x >= 0 ? x >> k : ~((~x) >> k); }
+
+/* Mixer weights stay in [-W_MAX, W_MAX] (signed overflow would be undefined; reached only by data that
+ * drives one input to saturation for a long time). */
+static inline int32_t wclamp(int64_t w) { return (int32_t)(w > W_MAX ? W_MAX : w < -W_MAX ? -W_MAX : w); }
 
 static inline int squash(const CmModel* m, int t) {
     if (t > 2047) t = 2047;
@@ -174,7 +183,7 @@ static inline void sm_update(CmModel* m, int k, int s, int y) {
     int n = (int)(e & 1023);
     int32_t p22 = (int32_t)(e >> 10);
     int32_t target = y ? (1 << 22) - 1 : 0;
-    p22 += (int32_t)(((int64_t)(target - p22) * m->rec[n]) >> 16);
+    p22 += (int32_t)asr((int64_t)(target - p22) * m->rec[n], 16);
     if (n < SM_LIMIT) n++;
     m->sm[k][s] = ((uint32_t)p22 << 10) | (uint32_t)n;
 }
@@ -320,7 +329,7 @@ static int cm_predict(CmModel* m) {
         d1 += (int64_t)m->wsel1[k] * x[k];
         d2 += (int64_t)m->wsel2[k] * x[k];
     }
-    int t1 = (int)(d1 >> 16), t2 = (int)(d2 >> 16);
+    int t1 = (int)asr(d1, 16), t2 = (int)asr(d2, 16);
     if (t1 > 2047) t1 = 2047;
     if (t1 < -2047) t1 = -2047;
     if (t2 > 2047) t2 = 2047;
@@ -345,7 +354,7 @@ static int cm_predict(CmModel* m) {
 static inline void apm_update(uint16_t* a, int idx, int w, int y) {
     int j = idx + (w >= 64);
     int target = y ? 65535 : 0;
-    a[j] = (uint16_t)(a[j] + ((target - a[j]) >> 6));
+    a[j] = (uint16_t)(a[j] + asr(target - a[j], 6));
 }
 
 static void cm_update(CmModel* m, int y) {
@@ -364,8 +373,8 @@ static void cm_update(CmModel* m, int y) {
     int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->pos >> 4) + 4096));
     int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
     for (int k = 0; k < NIN; k++) {
-        m->wsel1[k] += (int32_t)(((int64_t)m->x[k] * e1) >> 18);
-        m->wsel2[k] += (int32_t)(((int64_t)m->x[k] * e2) >> 18);
+        m->wsel1[k] = wclamp(m->wsel1[k] + asr((int64_t)m->x[k] * e1, 18));
+        m->wsel2[k] = wclamp(m->wsel2[k] + asr((int64_t)m->x[k] * e2, 18));
     }
     apm_update(m->apm1, m->a1, m->aw, y);
     apm_update(m->apm2, m->a2, m->aw, y);

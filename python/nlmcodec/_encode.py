@@ -14,7 +14,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   so its state is what the decoder will have.
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
   model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
-  only when the byte model is not below 0.8 x lzma preset 1) or stored is smaller.  A group that mixes
+  only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
+  smaller than stored blocks (incompressible data stays stored: it decodes at memory speed).  A group that mixes
   the kinds, or whose word-model blocks exceed BYTE_TRY_RATIO x lzma preset 1 of the whole group, is also tried
   plain as a whole, and the smaller coding is kept.  Consecutive groups without any word-model block are
   coded together, plain, up to PLAIN_RUN_MAX bytes (one group of the format, one byte-model run), so logs,
@@ -38,6 +39,7 @@ GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/grou
 PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks are coded together up to this
 BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, codec/FORMAT.md §9.1)
 BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format-4 limit)
+STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
@@ -123,12 +125,12 @@ def _plain(raw):
     byte model is not clearly ahead of lzma preset 1) or stored blocks are smaller."""
     best = [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
     bm = _byte_parts(raw)
-    if _coded_size(bm) < _coded_size(best):
+    if _coded_size(bm) < STORED_MARGIN * _coded_size(best):     # incompressible data stays stored (fast)
         best = bm
     if len(raw) <= F.MAX_LZMA_BLOCK and 5 * _coded_size(best) > 4 * len(F.lzma_compress(raw, 1)):
         lz = [(F.BLOCK_LZMA, len(raw), F.lzma_compress(raw, LZMA_PRESET))]
-        if _coded_size(lz) < _coded_size(best):
-            best = lz
+        if len(lz[0][2]) < len(raw) and _coded_size(lz) < _coded_size(best):   # LZMA2's raw chunks never
+            best = lz                                                          # replace stored blocks
     return best
 
 

@@ -8,8 +8,9 @@ one thread, CRC32, the same model and mode as compress) with a codec whose per-t
 of each word-model block are exactly the symbols of that block's payload in the frame, and the frame
 explain() builds is byte-identical to compress() (tests/test_explain.py checks both).
 
-Blocks the encoder codes as lzma or stored carry no per-token model bits.  Their tokens (cut by the
-same lexer on the same 64 KiB block pieces) get coder "lzma" / "stored" and an equal share per byte of
+Blocks the encoder codes with the byte model, lzma or stored carry no per-token model bits.  Their tokens
+(cut by the same lexer on the same 64 KiB block pieces) get coder "byte" / "lzma" / "stored" and an equal
+share per byte of
 that block's payload (8 * payload bytes / block bytes each), so every token has a cost and the sums per
 block are the payload bits; the page shows them greyed.  Frame header, block headers and the trailer
 (index, size, CRC) are reported separately as overhead_bytes.
@@ -34,13 +35,13 @@ MAX_PAGE_TOKENS = 100_000     # tokens embedded in the page at most; the summary
 
 Token = namedtuple("Token", "offset bytes kind coder bits total top block")
 Token.__doc__ = """One token: offset (bytes into the input), bytes (gap then body), kind ("word", "number",
-"symbol", "end"), coder ("model", "lzma", "stored"), bits ({part: bits}; parts TRACE_PARTS for the model,
-{"lzma": b} or {"stored": b} for a token's share of a plain block), total (bits), top (model tokens: up to
+"symbol", "end"), coder ("model", "byte", "lzma", "stored"), bits ({part: bits}; parts TRACE_PARTS for the
+model, {"byte": b}, {"lzma": b} or {"stored": b} for a token's share of a plain block), total (bits), top (model tokens: up to
 3 (word, p) of the coded class, p = p(class) * p(word | class); () otherwise), block (index into
 Explanation.blocks; a block's END token may be empty and sit at the block's end offset)."""
 
 Block = namedtuple("Block", "offset size kind payload_size token_bits")
-Block.__doc__ = """One block of the frame: offset, size (input bytes), kind ("model", "lzma", "stored"),
+Block.__doc__ = """One block of the frame: offset, size (input bytes), kind ("model", "byte", "lzma", "stored"),
 payload_size (bytes), token_bits (sum of its tokens' bits; for a model block 8 * payload_size minus the
 range coder's rounding and flush)."""
 
@@ -71,7 +72,7 @@ class Explanation:
 
     def by_part(self) -> dict:
         """{category: bits} over the whole input: TRACE_PARTS, then "lzma" and "stored" shares."""
-        out = {p: 0.0 for p in TRACE_PARTS + ("lzma", "stored")}
+        out = {p: 0.0 for p in TRACE_PARTS + ("byte", "lzma", "stored")}
         for t in self.tokens:
             for k, v in t.bits.items():
                 out[k] += v
@@ -258,7 +259,7 @@ def render_html(data, name, explanations, xz=None) -> str:
             "label": label,
             "frame": e.frame_size,
             # per token: [len, kind, coder, total, [bits by part], [[word, p], ...]]
-            "tok": [[len(t.bytes), KINDS.index(t.kind), ("model", "lzma", "stored").index(t.coder),
+            "tok": [[len(t.bytes), KINDS.index(t.kind), ("model", "byte", "lzma", "stored").index(t.coder),
                      round(t.total, 3), [round(t.bits.get(p, 0.0), 3) for p in TRACE_PARTS],
                      [[w, round(p, 4)] for w, p in t.top]] for t in shown],
         })
@@ -269,7 +270,7 @@ def render_html(data, name, explanations, xz=None) -> str:
     texts = _token_texts(explanations[0].tokens[:MAX_PAGE_TOKENS]) if explanations else []
     ntok = len(explanations[0].tokens) if explanations else 0
     # the summary table: bits by category, both modes
-    cats = [p for p in TRACE_PARTS + ("lzma", "stored") if any(r[2][p] for r in summary_rows)]
+    cats = [p for p in TRACE_PARTS + ("byte", "lzma", "stored") if any(r[2][p] for r in summary_rows)]
     head = "".join(f"<th>{html.escape(r[0])}</th>" for r in summary_rows)
     rows = []
     for c in cats:
@@ -288,7 +289,7 @@ def render_html(data, name, explanations, xz=None) -> str:
         limit = (f"<p class='note'>The text shows the first {MAX_PAGE_TOKENS:,} of {ntok:,} tokens; the summary "
                  f"and the curve cover the whole file.</p>")
     payload = {"texts": texts, "modes": modes, "parts": list(TRACE_PARTS), "page": PAGE_TOKENS,
-               "kinds": list(KINDS), "coders": ["model", "lzma", "stored"]}
+               "kinds": list(KINDS), "coders": ["model", "byte", "lzma", "stored"]}
     blob = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).replace("</", "<\\/")
     title = html.escape(f"nlmcodec --explain {name}")
     return _PAGE.format(title=title, name=html.escape(name), size=f"{n:,}", ntok=f"{ntok:,}",
@@ -320,7 +321,7 @@ button.on{{background:#333;color:#fff}}
 <div>mode: <span id="modes"></span> &nbsp; page: <button id="prev">&larr;</button><span id="pageno"></span>
 <button id="next">&rarr;</button></div>
 <div id="legend">bits per byte: 0 <canvas id="grad" width="220" height="12"></canvas> 8+ &nbsp;
-<span class="note">(greyed: bytes coded by lzma/stored, their block's cost shared per byte)</span></div>
+<span class="note">(greyed: bytes coded by the byte model, lzma or stored, their block's cost shared per byte)</span></div>
 {limit}<div id="text"></div></div>
 <div id="right"><div id="info"><i>hover or click a token</i></div>
 <h3>Summary (whole file)</h3>{table}

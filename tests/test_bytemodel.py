@@ -1,0 +1,162 @@
+"""The byte model (csrc/bytemodel/cm.c, codec/FORMAT.md §9) and its frame blocks (kind 3, format 4).
+
+* C: tests/c/cm_driver.c built as the scalar -O0 reference and as the optimised build, with gcc and (when
+  present) clang: every build codes the same inputs to the same payloads (size and FNV-1a hash), and each
+  decodes its own payloads back;
+* exact sizes of the byte model alone on generated inputs (what this release writes, pinned);
+* frames: byte-model runs over several blocks, several groups and threads, fed in pieces, both modes;
+* hostile payloads fail with NLMError and stop early.
+"""
+import pathlib
+import random
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+import nlmcodec
+from nlmcodec import _encode, _frame
+from nlmcodec._core import ByteCoder
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
+import cbuild  # noqa: E402
+
+SOURCES = [cbuild.CSRC / "bytemodel" / "cm.c", cbuild.CSRC / "coder" / "rc.c"]
+
+
+def log_text(n, seed=4):
+    r = random.Random(seed)
+    paths = [b"/index.html", b"/img/logo.png", b"/api/v1/items", b"/static/app.js", b"/robots.txt"]
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += b"10.0.%d.%d - - [01/Dec/2026:13:%02d:%02d +0000] \"GET %s HTTP/1.1\" %d %d\n" % (
+            r.randrange(4), r.randrange(256), (i // 60) % 60, i % 60, r.choice(paths), r.choice((200, 304, 404)),
+            r.randrange(100, 40000))
+        i += 1
+    return bytes(out[:n])
+
+
+ENGLISH = (b"It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
+           b"foolishness, it was the epoch of belief, it was the epoch of incredulity.\n") * 40
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cm_in")
+    files = {"log.txt": log_text(300_000), "english.txt": ENGLISH,
+             "random.bin": random.Random(7).randbytes(20_000), "zeros.bin": bytes(70_000), "one.txt": b"x",
+             "binary.bin": bytes(range(256)) * 40}
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    return [d / n for n in files]
+
+
+def run_driver(exe, files):
+    r = subprocess.run([str(exe), *map(str, files)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f[0] == "total":
+            continue
+        assert f[-1] == "ok", line
+        rows[pathlib.Path(f[0]).name] = (int(f[1]), int(f[2]), re.search(r"fnv ([0-9a-f]{16})", line).group(1))
+    return rows
+
+
+@pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
+def test_scalar_reference_equals_optimised_builds(tmp_path, inputs):
+    builds = {("gcc", fl): cbuild.build("cm_driver.c", SOURCES, tmp_path, fl) for fl in ("ref", "simd", "o3")}
+    if shutil.which("clang"):
+        builds[("clang", "simd")] = cbuild.build("cm_driver.c", SOURCES, tmp_path, "simd", cc="clang")
+    results = {k: run_driver(exe, inputs) for k, exe in builds.items()}
+    ref = results[("gcc", "ref")]
+    assert len(ref) == len(inputs)
+    for k, rows in results.items():
+        assert rows == ref, k
+
+
+def test_exact_sizes_are_pinned():
+    """What this release's byte model writes for fixed inputs (a change here changes the format)."""
+    bc = ByteCoder()
+    log = log_text(300_000)
+    assert len(bc.encode_block(log, len(log))) == 17_157
+    bc2 = ByteCoder()
+    assert len(bc2.encode_block(ENGLISH, len(ENGLISH))) == 80
+
+
+def test_byte_model_beats_lzma_on_structured_text():
+    log = log_text(300_000)
+    bc = ByteCoder()
+    assert len(bc.encode_block(log, len(log))) < 0.8 * len(_frame.lzma_compress(log, 9))
+
+
+@pytest.mark.parametrize("adapt", [False, True])
+def test_runs_over_blocks_and_groups(adapt):
+    data = log_text(700_000)
+    f = nlmcodec.compress(data, adapt=adapt)
+    kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
+    assert kinds == ["byte"] * 3                          # 256 KiB + 256 KiB + the rest, one run
+    assert nlmcodec.decompress(f) == data
+    # the cut into groups and the thread count do not change the frame
+    def frame(threads):
+        e = _encode.FrameEncoder(None, None, None, adapt, _frame.CHECK_CRC32, threads, group_size=256 * 1024)
+        return e.feed(data) + e.finish()
+
+    small = frame(1)
+    info = nlmcodec.get_frame_info(small)
+    # groups without word-model blocks are coded together (one group, one run), whatever the group size
+    assert len(info.groups) == 1 and [b.kind for b in info.blocks] == ["byte"] * 3 and small == f
+    assert frame(2) == small
+    assert nlmcodec.decompress(small) == data
+    assert nlmcodec.decompress(small, threads=2) == data
+    d = nlmcodec.NLMDecompressor()
+    out = b"".join(d.decompress(small[i:i + 777]) for i in range(0, len(small), 777))
+    assert out == data and d.eof
+
+
+def test_run_of_two_blocks_continues_the_model():
+    """The second block of a run costs less than the same bytes as a fresh run (the state is carried)."""
+    data = log_text(2 * _frame.MAX_BYTE_BLOCK)
+    a, b = data[:_frame.MAX_BYTE_BLOCK], data[_frame.MAX_BYTE_BLOCK:]
+    bc = ByteCoder()
+    bc.encode_block(a, len(data))
+    cont = bc.encode_block(b, 0)
+    fresh = ByteCoder().encode_block(b, len(b))
+    assert cont[0] == 0 and fresh[0] == 18 and len(cont) < len(fresh)
+    first = ByteCoder().encode_block(a, len(data))
+    assert first[0] == 19                                   # 2^19 = the run's 512 KiB
+    dec = ByteCoder()
+    assert dec.decode_block(first, len(a)) == a and dec.decode_block(cont, len(b)) == b
+
+
+def test_hostile_payloads():
+    text = ENGLISH
+    p = ByteCoder().encode_block(text, len(text))
+    dec = ByteCoder()
+    with pytest.raises(nlmcodec.NLMError):
+        dec.decode_block(b"\x00" + p[1:], len(text))            # continue without a run
+    with pytest.raises(nlmcodec.NLMError):
+        dec.decode_block(b"\x09" + p[1:], len(text))            # size class below 10
+    with pytest.raises(nlmcodec.NLMError):
+        dec.decode_block(b"\x18" + p[1:], len(text))            # size class above 23
+    with pytest.raises(nlmcodec.NLMError):
+        dec.decode_block(p[:-1], len(text))                     # truncated
+    # a tiny payload claiming a large block fails as soon as it reads past its end, not after the block
+    with pytest.raises(nlmcodec.NLMError):
+        dec.decode_block(b"\x12\x55\x13", _frame.MAX_BYTE_BLOCK)
+    assert dec.decode_block(p, len(text)) == text               # the coder is usable after errors
+
+
+def test_frame_errors_name_the_block():
+    text = ENGLISH
+    p = ByteCoder().encode_block(text, len(text))
+    blk = _frame.block_header(_frame.BLOCK_BYTE, True, len(text), len(p)) + p + (zlib.crc32(text) ^ 1).to_bytes(4, "little")
+    f = (_frame.header_v2(False, _frame.CHECK_CRC32, None) + blk
+         + _frame.trailer_v2([(len(text), len(blk))], len(text), _frame.CHECK_CRC32, zlib.crc32(text)))
+    with pytest.raises(nlmcodec.NLMError, match="corrupt byte-model block 0: block CRC32 mismatch"):
+        nlmcodec.decompress(f)
