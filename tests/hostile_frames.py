@@ -7,10 +7,14 @@ peak RSS over the model's own footprint (the RSS after the model is loaded and a
 valid frame), and the error message.  tests/test_hostile.py runs it in a subprocess (so the peak RSS is
 this process's alone) and checks the bounds.  Each forged block is the cheapest payload for the most
 work: the word model's own coding of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes.
+Format 4's byte-model blocks: the byte model's own coding of 256 KiB of zeros (the cheapest payload), and
+a random payload (it decodes to pseudo-random bytes, which touch the most table memory), in a run of the
+largest size class (2^23 bytes, the largest tables).
 """
 from __future__ import annotations
 
 import json
+import random
 import resource
 import sys
 import time
@@ -18,7 +22,7 @@ from pathlib import Path
 
 import nlmcodec
 from nlmcodec import _frame as F
-from nlmcodec._core import Codec
+from nlmcodec._core import ByteCoder, Codec
 
 VEC = Path(__file__).resolve().parents[1] / "codec" / "vectors"
 BLOCK = 1 << 16
@@ -43,6 +47,34 @@ def _frame(version, model_id, blocks, content_crc=0, truncate=None) -> bytes:
     return f[:truncate] if truncate else f
 
 
+def _byte_frame(blocks) -> bytes:
+    """A format-4 frame (no model id) of byte-model blocks [(size, payload)] in one group, bad block CRCs."""
+    body = bytearray()
+    for i, (size, payload) in enumerate(blocks):
+        body += F.block_header(F.BLOCK_BYTE, i == 0, size, len(payload)) + payload + b"\0\0\0\0"
+    total = sum(s for s, _ in blocks)
+    return (F.header_v2(False, F.CHECK_CRC32, None, version=4) + bytes(body)
+            + F.trailer_v2([(total, len(body))], total, F.CHECK_CRC32, 0))
+
+
+def forged_byte():
+    """Format-4 byte-model blocks: [(name, frame, decompress keyword arguments)]."""
+    n = F.MAX_BYTE_BLOCK
+    zeros = ByteCoder().encode_block(bytes(n), 1 << 23)
+    noise = b"\x17" + random.Random(3).randbytes(n - 1)      # decodes to pseudo-random bytes: the most slots
+    cont = ByteCoder()
+    cont.encode_block(bytes(n), 1 << 23)
+    more = cont.encode_block(bytes(n), 0)
+    return [
+        ("v4: one 256 KiB byte-model block (zeros), size class 23, bad block CRC", _byte_frame([(n, zeros)]), {}),
+        ("v4: one 256 KiB byte-model block, a random payload of 256 KiB, size class 23",
+         _byte_frame([(n, noise)]), {}),
+        ("v4: a run of 32 such blocks (8 MiB of zeros), bad block CRCs",
+         _byte_frame([(n, zeros)] + [(n, more)] * 31), {}),
+        ("v4: a 256 KiB byte-model block with a 3-byte payload", _byte_frame([(n, b"\x17\x55\x13")]), {}),
+    ]
+
+
 def forged(model):
     """[(name, frame, decompress keyword arguments)]."""
     mid, p = model.model_id, _dense_payload(model)
@@ -58,7 +90,7 @@ def forged(model):
         (f"v3: the same, max_output=1 MiB", many, {"max_output": 1 << 20}),
         ("v2: one 64 KiB block, bad content CRC", _frame(2, mid, [(BLOCK, p, None)]), {}),
         ("v2: one 1 MiB block (format 2's old limit)", _frame(2, mid, [(1 << 20, p, None)]), {}),
-    ]
+    ] + forged_byte()
 
 
 def _peak_mb():

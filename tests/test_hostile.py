@@ -158,6 +158,13 @@ def test_forged_frames_cost(default_model):
     assert rows["v3: the same, max_output=1 MiB"]["cpu_s"] < 1 and "output limit" in rows[
         "v3: the same, max_output=1 MiB"]["error"]
     assert rows["v2: one 1 MiB block (format 2's old limit)"]["cpu_s"] < 1
+    # format 4: a byte-model block costs one 256 KiB block of the byte model (about 0.3 s here), a run of
+    # 32 forged blocks what its first one costs, a payload that runs out fails at once
+    zeros = rows["v4: one 256 KiB byte-model block (zeros), size class 23, bad block CRC"]
+    run = rows["v4: a run of 32 such blocks (8 MiB of zeros), bad block CRCs"]
+    assert "byte-model block 0" in run["error"] and run["cpu_s"] < 1.5 * zeros["cpu_s"] + 0.5
+    assert zeros["cpu_s"] < 5
+    assert rows["v4: a 256 KiB byte-model block with a 3-byte payload"]["cpu_s"] < 0.5
 
 
 def test_codec_pool_is_bounded(tiny_model):

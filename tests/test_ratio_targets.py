@@ -4,7 +4,9 @@ benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9
 * dynamic mode is smaller than PPMd on each literary file and on the sum of the fourteen English files,
   and smaller than xz -9e on every one of the fourteen;
 * static mode is at most 0.8 x xz -9e on each literary file;
-* in either mode no file under bench/ or ood/ comes out larger than xz -9e plus 64 bytes.
+* in either mode no file under bench/ or ood/ comes out larger than xz -9e plus 64 bytes;
+* (issue 9, the byte model) in either mode each file the word model cannot help is smaller than PPMd order 16
+  and at most 0.85 x xz -9e.
 """
 import json
 
@@ -15,6 +17,8 @@ import corpus_cache as cc
 ANCHORS = json.loads((cc.REPO / "benchmarks" / "anchor_sizes.json").read_text())
 LITERARY = ["alice29.txt", "asyoulik.txt", "plrabn12.txt", "book1", "dickens"]
 ENGLISH = LITERARY + ["lcet10.txt", "book2", "paper1", "paper2", "paper3", "paper4", "paper5", "paper6", "news"]
+BYTE_TARGETS = ["zlib-source.c", "apache-access.log", "company-tickers.json", "german-gutenberg.txt", "bib", "bible.txt",
+                "cp.html", "fields.c", "progc", "progl", "progp", "trans", "world192.txt", "xargs.1", "xml", "reymont"]
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not cc.has_default_model(), reason="no bundled default model")]
@@ -56,3 +60,11 @@ def test_never_worse_than_xz_plus_64(path, adapt):
     name = cc.name_of(path)
     xz = ANCHORS[name]["xz-9e"] if name in ANCHORS else cc.xz9e_size(path)
     assert len(cc.frame(path, adapt)) <= xz + 64
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("name", by_name(BYTE_TARGETS))
+def test_below_ppmd_and_085_xz(name, adapt):
+    n = size(name, adapt)
+    assert n < ANCHORS[name]["ppmd-o16"], (n, ANCHORS[name]["ppmd-o16"])
+    assert n <= 0.85 * ANCHORS[name]["xz-9e"], (n, ANCHORS[name]["xz-9e"])

@@ -1,9 +1,11 @@
-/* fuzz_block.c: fuzz target of the C block decoder (nlm_decode_block, codec/FORMAT.md §3-§6).
+/* fuzz_block.c: fuzz target of the C block decoders: the word model's (nlm_decode_block, codec/FORMAT.md
+ * §3-§6) and the byte model's (nlm_bytecoder_decode, §9).
  *
- * Input: byte 0 bit 0 = adapt (dynamic evaluation), bytes 1-2 = block size - 1 (little-endian, so 1 to
- * 65,536 bytes: the format-3 limit of a word-model block), the rest = the payload.  The codec is reset,
- * then the payload is decoded; the decoder must return the block size or NLM_ERR_CORRUPT /
- * NLM_ERR_DST_SIZE, and never touch memory it does not own (built with ASan + UBSan).
+ * Input: byte 0 bit 0 = adapt (dynamic evaluation), bit 1 = a byte-model block instead of a word-model
+ * block, bytes 1-2 = block size - 1 (little-endian, so 1 to 65,536 bytes: the format-3 limit of a
+ * word-model block), the rest = the payload.  The codec is reset (the byte coder ends its run), then the
+ * payload is decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and
+ * never touch memory it does not own (built with ASan + UBSan).
  *
  * The model is a dump of a real one (tests/fuzz/run_fuzz.py writes the tiny model's as tiny.fuzzmodel:
  * i32 V D H C seg_len, f32 lr decay eps, then the parameter block, the 14 ms floats, u32 length + vocabulary
@@ -23,6 +25,7 @@
 #include "nlm.h"
 
 static NlmCodec* codecs[2]; /* static, dynamic */
+static NlmByteCoder* bytecoder;
 static uint8_t* dst;
 
 static void* read_file(const char* path, size_t* n) {
@@ -92,6 +95,11 @@ static void load_model(void) {
         }
     }
     free(cs);
+    bytecoder = nlm_bytecoder_new(&err);
+    if (!bytecoder) {
+        fprintf(stderr, "fuzz_block: nlm_bytecoder_new failed: %s\n", nlm_error_name(err));
+        exit(2);
+    }
     dst = malloc(1 << 16);
 }
 
@@ -99,16 +107,19 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!codecs[0]) load_model();
     if (size < 3) return 0;
     NlmCodec* c = codecs[data[0] & 1];
+    int byte_model = (data[0] >> 1) & 1;
     size_t dst_len = (size_t)(data[1] | (data[2] << 8)) + 1;
-    if (nlm_codec_reset(c) < 0) abort();
+    if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset(c)) < 0) abort();
     /* the payload is copied to a buffer of its exact size, so ASan sees any read past its end */
     size_t n = size - 3;
     uint8_t* src = malloc(n ? n : 1);
     memcpy(src, data + 3, n);
-    int64_t r = nlm_decode_block(c, src, n, dst, dst_len);
+    int64_t r = byte_model ? nlm_bytecoder_decode(bytecoder, src, n, dst, dst_len)
+                           : nlm_decode_block(c, src, n, dst, dst_len);
     free(src);
     if (r != (int64_t)dst_len && r != NLM_ERR_CORRUPT && r != NLM_ERR_DST_SIZE) {
-        fprintf(stderr, "fuzz_block: nlm_decode_block returned %lld (%s)\n", (long long)r, nlm_error_name((int)r));
+        fprintf(stderr, "fuzz_block: %s returned %lld (%s)\n", byte_model ? "nlm_bytecoder_decode" : "nlm_decode_block",
+                (long long)r, nlm_error_name((int)r));
         abort();
     }
     return 0;

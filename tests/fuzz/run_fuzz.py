@@ -58,8 +58,8 @@ def _frames():
 
 
 def _block_seeds():
-    """C-target inputs: the first word-model block of every tiny-model golden frame (it decodes from the
-    reset state), as adapt byte, size - 1 (2 bytes), payload."""
+    """C-target inputs: the first word-model or byte-model block of every golden frame (it decodes from the
+    reset state), as flags byte (bit 0 adapt, bit 1 byte model), size - 1 (2 bytes), payload."""
     import nlmcodec
     from nlmcodec import _frame as F
 
@@ -68,13 +68,15 @@ def _block_seeds():
             info = nlmcodec.get_frame_info(b)
         except nlmcodec.NLMError:
             continue
-        if info.format_version == 1 or not info.blocks or info.blocks[0].kind != "model":
+        if info.format_version == 1 or not info.blocks or info.blocks[0].kind not in ("model", "byte"):
             continue
         blk = info.blocks[0]
-        hdr = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE
-        p = hdr + len(F.block_header(F.BLOCK_MODEL, True, blk.size, blk.compressed_size))
+        kind = F.BLOCK_MODEL if blk.kind == "model" else F.BLOCK_BYTE
+        hdr = F.HEADER_SIZE_V2 + (F.MODEL_ID_SIZE if info.model_id else 0)
+        p = hdr + len(F.block_header(kind, True, blk.size, blk.compressed_size))
         if blk.size <= 1 << 16:
-            yield name, bytes([int(info.adapt)]) + struct.pack("<H", blk.size - 1) + b[p:p + blk.compressed_size]
+            flags = int(info.adapt) | (2 if kind == F.BLOCK_BYTE else 0)
+            yield name, bytes([flags]) + struct.pack("<H", blk.size - 1) + b[p:p + blk.compressed_size]
 
 
 def write_seeds(work: Path) -> dict:
