@@ -160,3 +160,22 @@ def test_frame_errors_name_the_block():
          + _frame.trailer_v2([(len(text), len(blk))], len(text), _frame.CHECK_CRC32, zlib.crc32(text)))
     with pytest.raises(nlmcodec.NLMError, match="corrupt byte-model block 0: block CRC32 mismatch"):
         nlmcodec.decompress(f)
+
+
+def test_block_that_would_expand_is_stored_and_a_new_run_starts():
+    """The format allows no payload larger than its block: a 1-byte tail, or a block of noise inside a
+    run, is stored, and the byte-model block after it starts a new run (found by tests/test_cli.py: a
+    file that grew while it was compressed)."""
+    tail = log_text(_frame.MAX_BYTE_BLOCK) + b"x"
+    f = nlmcodec.compress(tail)
+    assert [(b.kind, b.size) for b in nlmcodec.get_frame_info(f).blocks] == [("byte", _frame.MAX_BYTE_BLOCK),
+                                                                             ("stored", 1)]
+    assert nlmcodec.decompress(f) == tail
+    mixed = log_text(_frame.MAX_BYTE_BLOCK) + random.Random(2).randbytes(_frame.MAX_BYTE_BLOCK) + log_text(100_000, 9)
+    f = nlmcodec.compress(mixed)
+    blocks = nlmcodec.get_frame_info(f).blocks
+    assert [b.kind for b in blocks] == ["byte", "stored", "byte"]
+    assert all(b.compressed_size <= b.size for b in blocks)
+    (_, _, _, payload, _) = list(_frame.iter_blocks(f))[2]
+    assert payload[0] != 0                               # a new run, not a continuation
+    assert nlmcodec.decompress(f) == mixed

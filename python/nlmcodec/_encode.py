@@ -106,16 +106,25 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
 
 def _byte_parts(raw):
     """raw as byte-model blocks: runs of at most BYTE_RUN_MAX bytes, each one model over blocks of
-    BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts)."""
+    BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts).  A block whose payload
+    would exceed its size (the format allows no larger payload: a 1-byte tail, or bytes the model mispredicts)
+    is stored instead, and the next block starts a new run."""
     from ._core import ByteCoder
 
-    bc = ByteCoder()
     parts = []
     for r in range(0, len(raw), BYTE_RUN_MAX):
         run = raw[r:r + BYTE_RUN_MAX]
+        bc = None
         for p in range(0, len(run), BYTE_BLOCK_SIZE):
             block = run[p:p + BYTE_BLOCK_SIZE]
-            payload = bc.encode_block(block, len(run) if p == 0 else 0)
+            start = bc is None
+            if start:
+                bc = ByteCoder()
+            payload = bc.encode_block(block, len(run) - p if start else 0)
+            if len(payload) > len(block):
+                parts.append((F.BLOCK_STORED, len(block), bytes(block)))
+                bc = None
+                continue
             parts.append((F.BLOCK_BYTE, len(block), payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little")))
     return parts
 
