@@ -1,9 +1,10 @@
 /* nlm.h: the only public header of the nlmcodec C core.
  *
  * The core turns a block of bytes into a range-coded payload and back, driven by a word-level Elman RNN
- * (class-factored softmax, case and gap heads), a spelling cache and an adaptive speller.  It knows
- * nothing of Python, files or frames: the Python layer (python/nlmcodec/_frame.py) owns the container,
- * the block table, the checksum and the fallback to stored/lzma blocks.
+ * (class-factored softmax, case and gap heads), a spelling cache and an adaptive speller, or by the
+ * byte model (integer context mixing, for what the word model does not code).  It knows nothing of
+ * Python, files or frames: the Python layer (python/nlmcodec/_frame.py) owns the container, the block
+ * table, the checksums and the choice between word-model, byte-model, lzma and stored blocks.
  *
  * Both bindings (Cython python/nlmcodec/_nlm_cy.pyx, cffi build_cffi.py) wrap exactly these functions.
  * Format: codec/FORMAT.md.  Module layout and dependency rule: csrc/README.md.
