@@ -6,7 +6,9 @@ tests/c/vector_driver.c with build_flags.py's flags natively and with Debian's c
 (aarch64-linux-gnu-gcc, s390x-linux-gnu-gcc; static, so qemu-user needs no sysroot); check each
 target's core objects for fused multiply-add instructions (cbuild.fma_instructions with the target's
 objdump); run tests/c/fpenv_probe.c (the FP environment guard against a hostile rounding mode and
-flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x.  A target whose tools are missing
+flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x; and the byte model (format 4):
+tests/c/cm_driver.c codes the raw inputs of the byte-model golden vectors (CM_INPUTS) on each target, and
+its payloads (size and FNV-1a hash) must equal x86-64's.  A target whose tools are missing
 is reported as SKIPPED (.ci/cross.sh installs them with apt-get where it can); a mismatch, a failed build
 or an FMA instruction exits 1.  Usage: python .ci/cross/lane.py [--models tiny,default]
 """
@@ -37,7 +39,7 @@ TARGETS = [("x86-64 (native)", "gcc", "objdump", None),
 
 def build(cc, objdump, out: pathlib.Path):
     """Core objects, FMA check on them, then the static vector driver and FP environment probe.
-    Returns ([driver, probe], FMA hits)."""
+    Returns ([driver, probe, byte-model driver], FMA hits)."""
     out.mkdir(parents=True, exist_ok=True)
     objs, hits = [], []
     for src in build_flags.core_sources():
@@ -47,23 +49,38 @@ def build(cc, objdump, out: pathlib.Path):
         objs.append(o)
         hits += cbuild.fma_instructions(o, objdump)[1]
     exes = []
-    for prog in ("vector_driver", "fpenv_probe"):
+    for prog in ("vector_driver", "fpenv_probe", "cm_driver"):
         exes.append(out / prog)
         cmd = build_flags.cc_command(cc, "simd", exes[-1], [ROOT / "tests" / "c" / f"{prog}.c", *objs], ["-static"])
         subprocess.run(cmd, check=True, capture_output=True, text=True)
     return exes, hits
 
 
+# raw inputs of golden vectors whose frames hold byte-model blocks (a log run over two blocks, binary, text)
+CM_INPUTS = ["v4-log_270k-nomodel-static", "v4-binary-nomodel-static", "v4-mixed-tiny-static", "v4-alice_4k-tiny-static"]
+
+
+def cm_payloads(stdout):
+    """{input: (size, payload size, fnv)} from cm_driver's output (its timings left out)."""
+    out = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if f and f[0] != "total" and "fnv" in f:
+            out[pathlib.Path(f[0]).name] = (f[1], f[2], f[f.index("fnv") + 1], f[-1])
+    return out
+
+
 def run_target(name, cc, objdump, runner, tmp):
-    """Build and run one target: (name, "skipped" | "build failed" | "ran" | "failed", its log)."""
+    """Build and run one target: (name, "skipped" | "build failed" | "ran" | "failed", its log, byte-model
+    payloads)."""
     missing = [t for t in (cc, objdump, runner) if t and not shutil.which(t)]
     if missing:
-        return name, "skipped", f"== {name}: SKIPPED, not installed: {', '.join(missing)}\n"
+        return name, "skipped", f"== {name}: SKIPPED, not installed: {', '.join(missing)}\n", None
     t1 = time.monotonic()
     try:
-        (exe, probe), hits = build(cc, objdump, tmp / cc)
+        (exe, probe, cm), hits = build(cc, objdump, tmp / cc)
     except subprocess.CalledProcessError as e:
-        return name, "build failed", f"== {name}: BUILD FAILED\n{' '.join(map(str, e.cmd))}\n{e.stderr}\n"
+        return name, "build failed", f"== {name}: BUILD FAILED\n{' '.join(map(str, e.cmd))}\n{e.stderr}\n", None
     log = [f"== {name}: built with {cc} ({time.monotonic() - t1:.0f} s); fused multiply-adds in the core: "
            f"{len(hits)}{' ' + str(hits[:3]) if hits else ''}\n"]
     pre = [runner] if runner else []
@@ -73,8 +90,14 @@ def run_target(name, cc, objdump, runner, tmp):
     blocks = tmp / "vec" / ("blocks_light.bin" if runner and LIGHT_BUDGET else "blocks.bin")
     r = subprocess.run(pre + [str(exe), str(blocks)], text=True, capture_output=True)
     log += [r.stdout, r.stderr, f"== {name}: exit {r.returncode} in {time.monotonic() - t1:.0f} s\n"]
-    ok = r.returncode == 0 and p.returncode == 0 and not hits
-    return name, "ran" if ok else "failed", "".join(log)
+    t1 = time.monotonic()
+    inputs = [ROOT / "codec" / "vectors" / "ok" / f"{n}.raw" for n in CM_INPUTS]
+    c = subprocess.run(pre + [str(cm), *map(str, inputs)], text=True, capture_output=True)
+    payloads = cm_payloads(c.stdout)
+    log.append(f"== {name}: byte model, {len(payloads)} inputs coded and decoded, exit {c.returncode} in "
+               f"{time.monotonic() - t1:.0f} s\n{c.stderr}")
+    ok = r.returncode == 0 and p.returncode == 0 and c.returncode == 0 and len(payloads) == len(inputs) and not hits
+    return name, "ran" if ok else "failed", "".join(log), payloads
 
 
 def main(argv=None):
@@ -90,10 +113,17 @@ def main(argv=None):
         subprocess.run(exp + (["--models", args.models] if args.models else []), check=True)
         with ThreadPoolExecutor(len(TARGETS)) as pool:     # the qemu runs take minutes: in parallel
             results = list(pool.map(lambda t: run_target(*t, tmp), TARGETS))
-        for name, status, log in results:
+        native = results[0][3]
+        for name, status, log, payloads in results:
             sys.stdout.write(log)
             if status == "ran" or status == "failed":
                 ran.append(name)
+            if payloads is not None and native is not None and payloads != native:
+                sys.stdout.write(f"== {name}: byte-model payloads differ from x86-64: {payloads} != {native}\n")
+                status = "failed"
+            elif payloads is not None and native:
+                sys.stdout.write(f"== {name}: byte-model payloads identical to x86-64 "
+                                 f"({', '.join(f'{k} {v[1]} B' for k, v in sorted(payloads.items()))})\n")
             if status in ("failed", "build failed"):
                 failed.append(name)
     print(f"cross-architecture lane: ran {', '.join(ran) or 'nothing'}; "
