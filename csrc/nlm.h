@@ -201,11 +201,8 @@ void nlm_bytecoder_free(NlmByteCoder* b);
 int nlm_bytecoder_reset(NlmByteCoder* b);
 /* Bytes owned (the model of the run in progress included, touched or not). */
 size_t nlm_bytecoder_memory(const NlmByteCoder* b);
-/* Size class of a run of run_size bytes (the smallest s >= 10 with 2^s >= run_size), or NLM_ERR_STATE
- * above 2^23 bytes. */
-int nlm_bytecoder_size_class(uint64_t run_size);
 /* Encode one block of n > 0 bytes.  run_size > 0: start a new run of run_size bytes in all (this block
- * first); 0: continue the run.  Returns the payload size and makes the payload available through
+ * first; at most 2^23, else NLM_ERR_STATE); 0: continue the run.  Returns the payload size and makes the payload available through
  * nlm_bytecoder_output until the next call; negative on error (the run is then ended). */
 int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size);
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len);

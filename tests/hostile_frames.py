@@ -34,11 +34,11 @@ def _dense_payload(model) -> bytes:
     return c.encode_block(b"." * BLOCK)
 
 
-def _frame(version, model_id, blocks, content_crc=0, truncate=None) -> bytes:
-    """A frame of `blocks` [(size, payload, block crc or None)] in one group."""
+def _frame(version, model_id, blocks, content_crc=0, truncate=None, kind=F.BLOCK_MODEL) -> bytes:
+    """A frame of `blocks` [(size, payload, block crc or None)] of one kind in one group."""
     body = bytearray()
     for i, (size, payload, crc) in enumerate(blocks):
-        body += F.block_header(F.BLOCK_MODEL, i == 0, size, len(payload)) + payload
+        body += F.block_header(kind, i == 0, size, len(payload)) + payload
         if crc is not None:
             body += crc.to_bytes(4, "little")
     total = sum(s for s, _, _ in blocks)
@@ -49,12 +49,7 @@ def _frame(version, model_id, blocks, content_crc=0, truncate=None) -> bytes:
 
 def _byte_frame(blocks) -> bytes:
     """A format-4 frame (no model id) of byte-model blocks [(size, payload)] in one group, bad block CRCs."""
-    body = bytearray()
-    for i, (size, payload) in enumerate(blocks):
-        body += F.block_header(F.BLOCK_BYTE, i == 0, size, len(payload)) + payload + b"\0\0\0\0"
-    total = sum(s for s, _ in blocks)
-    return (F.header_v2(False, F.CHECK_CRC32, None, version=4) + bytes(body)
-            + F.trailer_v2([(total, len(body))], total, F.CHECK_CRC32, 0))
+    return _frame(4, None, [(size, payload, 0) for size, payload in blocks], kind=F.BLOCK_BYTE)
 
 
 def forged_byte():

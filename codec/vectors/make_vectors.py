@@ -196,18 +196,15 @@ def error_vectors():
 
 def _byte_frame(blocks) -> bytes:
     """A frame (no model id) of the given byte-model blocks [(group start, size, payload, crc)]."""
-    body = b""
     groups = []
     for start, size, payload, crc in blocks:
-        b = _frame.block_header(_frame.BLOCK_BYTE, start, size, len(payload)) + payload + crc.to_bytes(4, "little")
         if start:
-            groups.append([0, 0])
-        groups[-1][0] += size
-        groups[-1][1] += len(b)
-        body += b
-    total = sum(g[0] for g in groups)
-    return (_frame.header_v2(False, _frame.CHECK_CRC32, None) + body
-            + _frame.trailer_v2([tuple(g) for g in groups], total, _frame.CHECK_CRC32, 0))
+            groups.append([])
+        groups[-1].append((_frame.BLOCK_BYTE, size, payload + crc.to_bytes(_frame.BLOCK_CHECK_SIZE, "little")))
+    bodies = [_encode.serialize(g) for g in groups]
+    index = [(sum(size for _, size, _ in g), len(b)) for g, b in zip(groups, bodies)]
+    return (_frame.header_v2(False, _frame.CHECK_CRC32, None) + b"".join(bodies)
+            + _frame.trailer_v2(index, sum(s for s, _ in index), _frame.CHECK_CRC32, 0))
 
 
 def byte_error_vectors():

@@ -30,11 +30,9 @@ enum {
     IN_MATCH = NCTX,   /* input index of the match model */
     IN_BIAS = NCTX + 1,
     NIN = NCTX + 2,
-    NSTATE = 255,      /* bit-history states (state 0 = never seen) */
     SM_LIMIT = 1023,   /* state-map count cap */
     MATCH_MIN = 6,     /* bytes hashed to find a match */
     MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
-    MLEN_BUCKETS = 32,
     M2_SETS = 5 * 256, /* mixer 2: match state (0 none, 1..4 length class) x c1 */
     APM_N = 33,
     MIX_LR = 6,        /* mixer step: w += (x * err * lr) >> 18, lr = 16 MIX_LR + (MIX_LR0 << 16) / (pos / 16 + 4096) */
@@ -57,6 +55,7 @@ struct CmModel {
     uint64_t c8;              /* last 8 bytes, newest in bits 0..7 */
     uint32_t c0;              /* 1 followed by the bits of this byte so far */
     int bit;                  /* bits of this byte done, 0..7 */
+    int node;                 /* node of the current bit in its nibble slot (nibble_node) */
     uint32_t h[NH];           /* context hashes of this byte */
     uint8_t* cp[NH];          /* current slot of each hashed context */
     uint32_t word, pword;     /* hashes of the current and previous word */
@@ -270,7 +269,11 @@ void cm_free(CmModel* m) {
     free(m);
 }
 
-int cm_size(const CmModel* m) { return m->size; }
+int cm_size_class(uint64_t run_size) {
+    int s = CM_SIZE_MIN;
+    while (s < CM_SIZE_MAX && ((uint64_t)1 << s) < run_size) s++;
+    return ((uint64_t)1 << s) < run_size ? -1 : s;
+}
 
 size_t cm_memory(const CmModel* m) {
     return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)1 << m->size) + ((size_t)4 << m->mbits)
@@ -288,7 +291,7 @@ static inline int apm_p(uint16_t* a, int idx, int w) {
 
 /* P(next bit = 1) in 12 bits. */
 static int cm_predict(CmModel* m) {
-    int node = nibble_node(m);
+    int node = m->node = nibble_node(m);
     int32_t* x = m->x;
     for (int i = 0; i < NH; i++) {
         int s = m->cp[i][node];
@@ -358,7 +361,7 @@ static inline void apm_update(uint16_t* a, int idx, int w, int y) {
 }
 
 static void cm_update(CmModel* m, int y) {
-    int node = nibble_node(m);
+    int node = m->node;
     /* states and state maps */
     for (int i = 0; i < NH; i++) {
         sm_update(m, i, m->sidx[i], y);

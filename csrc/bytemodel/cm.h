@@ -26,7 +26,9 @@ typedef struct CmModel CmModel;
  * every table size from it).  NULL and *err on failure. */
 CmModel* cm_new(int size, int* err);
 void cm_free(CmModel* m);
-int cm_size(const CmModel* m);
+/* The size class of a run of run_size bytes: the smallest s >= CM_SIZE_MIN with 2^s >= run_size, or -1
+ * above 2^CM_SIZE_MAX. */
+int cm_size_class(uint64_t run_size);
 /* Bytes the model owns (allocated, touched or not). */
 size_t cm_memory(const CmModel* m);
 

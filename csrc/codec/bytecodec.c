@@ -50,12 +50,6 @@ size_t nlm_bytecoder_memory(const NlmByteCoder* b) {
     return sizeof *b + (b->m ? cm_memory(b->m) : 0) + b->rc.enc.cap + b->out_cap;
 }
 
-int nlm_bytecoder_size_class(uint64_t run_size) {
-    int s = CM_SIZE_MIN;
-    while (s < CM_SIZE_MAX && ((uint64_t)1 << s) < run_size) s++;
-    return ((uint64_t)1 << s) < run_size ? NLM_ERR_STATE : s;
-}
-
 static int start_run(NlmByteCoder* b, int s) {
     int err = 0;
     cm_free(b->m);
@@ -66,8 +60,8 @@ static int start_run(NlmByteCoder* b, int s) {
 int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size) {
     int s = 0, err;
     if (run_size) {
-        s = nlm_bytecoder_size_class(run_size);
-        if (s < 0) return s;
+        s = cm_size_class(run_size);
+        if (s < 0) return NLM_ERR_STATE;
         if ((err = start_run(b, s))) return err;
     } else if (!b->m) {
         return NLM_ERR_STATE;

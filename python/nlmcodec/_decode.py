@@ -21,6 +21,13 @@ from . import _frame as F
 READ_CHUNK = 1 << 20          # lzma blocks are decoded in pieces of at most this many bytes
 
 
+def _new_byte_coder():
+    """The byte model of one group (imported on the first byte-model block: no binding work before)."""
+    from ._core import ByteCoder
+
+    return ByteCoder()
+
+
 class _Block:
     __slots__ = ("kind", "start", "size", "payload", "index", "crc")
 
@@ -225,9 +232,7 @@ class FrameDecoder:
 
     def _byte_coder(self):
         if self._bcoder is None:
-            from ._core import ByteCoder
-
-            self._bcoder = ByteCoder()
+            self._bcoder = _new_byte_coder()
         return self._bcoder
 
     def _model_codec(self):
@@ -310,9 +315,7 @@ class FrameDecoder:
                     codec = self._take_codec()
                     codec.reset()
                 if b.kind == F.BLOCK_BYTE and bcoder is None:
-                    from ._core import ByteCoder
-
-                    bcoder = ByteCoder()
+                    bcoder = _new_byte_coder()
                 out.append(self._decode(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
             return b"".join(out)
         finally:

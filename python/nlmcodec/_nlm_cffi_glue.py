@@ -153,6 +153,3 @@ class ByteCoder:
             return int(r)
         return bytes(ffi.buffer(out, dst_len))
 
-
-def bytecoder_size_class(run_size):
-    return lib.nlm_bytecoder_size_class(run_size)

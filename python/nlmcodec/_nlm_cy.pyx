@@ -46,7 +46,6 @@ cdef extern from "nlm.h" nogil:
     void nlm_bytecoder_free(NlmByteCoder* b)
     int nlm_bytecoder_reset(NlmByteCoder* b)
     size_t nlm_bytecoder_memory(const NlmByteCoder* b)
-    int nlm_bytecoder_size_class(uint64_t run_size)
     int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size)
     const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* length)
     int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
@@ -258,6 +257,3 @@ cdef class ByteCoder:
             return int(r)
         return bytes(out[:dst_len])
 
-
-def bytecoder_size_class(uint64_t run_size):
-    return nlm_bytecoder_size_class(run_size)

@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
         uint8_t* src = malloc((size_t)n + 1);
         if (fread(src, 1, (size_t)n, f) != (size_t)n) { perror("read"); return 2; }
         fclose(f);
-        int s = CM_SIZE_MIN;
-        while (s < CM_SIZE_MAX && ((long)1 << s) < n) s++;
+        int s = cm_size_class((uint64_t)n);
+        if (s < 0) { fprintf(stderr, "%s: over %d bytes\n", argv[a], 1 << CM_SIZE_MAX); return 2; }
         int err = 0;
         CmModel* m = cm_new(s, &err);
         if (!m) { fprintf(stderr, "cm_new: %d\n", err); return 2; }
