@@ -40,6 +40,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err);
 size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 int nlm_codec_reset(NlmCodec* c);
+int nlm_codec_set_speller(NlmCodec* c, int kind);
 int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);

@@ -1,6 +1,8 @@
 """Where the bits go: per benchmark file and mode, the share of the word model's output spent on words,
 unknown words (cache hits vs spelled), case and gaps, the unknown-token rate, and which block kinds
-the frame chose (word model, lzma fallback, stored).
+the frame chose (word model, byte model, lzma, stored).  The unknown-word share (the <unk> symbol, the
+cache and the spelling) is given with the format-5 speller (the byte model, codec/FORMAT.md §5.4) and, as
+"PPM", with the format-4 one (the PPM alone, §5.2), from the same build: the file as one word-model block.
 
 Usage: python benchmarks/bits_report.py [--model default] [--files english|all|NAME...] [--out FILE.md]
 The figures are exact (bits from the quantised frequencies the coder used, via nlm_codec_stats).
@@ -11,16 +13,24 @@ import sys
 
 import nlmcodec
 from nlmcodec import _bench
-from nlmcodec._core import Codec
+from nlmcodec._core import SPELLER_PPM, Codec
 
 CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "cache"),
         ("spell_bits", "spelled"), ("case_bits", "case"), ("gap_bits", "gaps")]
 
 
+UNK = ("unk_bits", "cache_bits", "spell_bits")
+
+
 def analyse(data, model, adapt):
     codec = Codec(model, adapt)
+    codec.reset(SPELLER_PPM)
+    ppm_len = len(codec.encode_block(data))
+    ppm = codec.stats()
+    codec.reset()
     payload = codec.encode_block(data)
     st = codec.stats()
+    st["ppm_len"], st["ppm_unk"] = ppm_len, sum(ppm[k] for k in UNK) / (sum(ppm[k] for k, _ in CATS) or 1.0)
     frame = nlmcodec.compress(data, model=model, adapt=adapt)
     kinds = {}
     for b in nlmcodec.get_frame_info(frame).blocks:
@@ -35,9 +45,10 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     model = nlmcodec.load_model(a.model)
-    rows = ["| file | mode | bytes | word-model bpb | frame bpb | blocks | unk rate | cache hits / spelled | "
+    rows = ["| file | mode | bytes | word-model bpb (PPM) | word-model bpb | frame bpb | blocks | unk rate | "
+            "cache hits / spelled | unknown-word share (PPM) | unknown-word share | "
             + " | ".join(n for _, n in CATS) + " |",
-            "|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
+            "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
     for name in _bench.expand_files(a.files):
         label, data = _bench.read_file(name)
         if not data:
@@ -46,9 +57,11 @@ def main(argv=None):
             st, plen, flen, kinds = analyse(data, model, adapt)
             tot = sum(st[k] for k, _ in CATS) or 1.0
             blocks = ", ".join(f"{k} {100 * v / len(data):.0f}%" for k, v in sorted(kinds.items()))
-            row = (f"| {label} | {'dynamic' if adapt else 'static'} | {len(data)} | {8 * plen / len(data):.3f} | "
+            row = (f"| {label} | {'dynamic' if adapt else 'static'} | {len(data)} | "
+                   f"{8 * st['ppm_len'] / len(data):.4f} | {8 * plen / len(data):.4f} | "
                    f"{8 * flen / len(data):.3f} | {blocks} | {100 * st['unk_tokens'] / max(st['tokens'], 1):.1f}% | "
-                   f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | "
+                   f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | {100 * st['ppm_unk']:.2f}% | "
+                   f"{100 * sum(st[k] for k in UNK) / tot:.2f}% | "
                    + " | ".join(f"{100 * st[k] / tot:.1f}%" for k, _ in CATS) + " |")
             rows.append(row)
             print(row, flush=True)

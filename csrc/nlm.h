@@ -124,6 +124,14 @@ void nlm_codec_free(NlmCodec* c);
 /* Back to the start-of-frame state: trained weights, h = 0, empty cache, primed speller. */
 int nlm_codec_reset(NlmCodec* c);
 
+/* Which speller codes the bodies the spelling cache escapes (codec/FORMAT.md §5): NLM_SPELLER_CM, the
+ * byte model over the token stream (frame format 5, the default of a new context), or NLM_SPELLER_PPM,
+ * the primed order-4 PPM (formats 1-4).  Resets the context.  0, NLM_ERR_CONFIG or NLM_ERR_NOMEM. */
+#define NLM_SPELLER_PPM 0
+#define NLM_SPELLER_CM 1
+#define NLM_SPELLER_CM_ALL 2 /* in no format: the byte model also learns from every known word (measured, §5.4) */
+int nlm_codec_set_speller(NlmCodec* c, int kind);
+
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
  * so the decoder, which never sees that attempt, stays in step. */

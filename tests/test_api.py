@@ -18,7 +18,7 @@ def test_all_is_pinned():
         "NLMDecompressor", "NLMError", "NLMFile", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
-    assert nlmcodec.FORMAT_VERSION == 4
+    assert nlmcodec.FORMAT_VERSION == 5
     assert (nlmcodec.CHECK_NONE, nlmcodec.CHECK_CRC32) == (0, 1)
     assert nlmcodec.backend in ("cython", "cffi")
     assert isinstance(nlmcodec.__version__, str) and nlmcodec.__version__[0].isdigit()
@@ -66,7 +66,7 @@ def test_load_model_cached(tiny_model_path):
 def test_frame_info(tiny_model, adapt):
     f = nlmcodec.compress(TEXT, model=tiny_model, adapt=adapt)
     info = nlmcodec.get_frame_info(f)
-    assert info.format_version == 4 and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
+    assert info.format_version == nlmcodec.FORMAT_VERSION and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
     assert info.decompressed_size == len(TEXT)
     assert sum(b.size for b in info.blocks) == len(TEXT)
     assert all(b.kind in ("stored", "lzma", "model", "byte") for b in info.blocks)

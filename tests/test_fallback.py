@@ -126,3 +126,26 @@ def test_issue8_reproducer(default_model):
     data = book1[:700000] + b" " * 70000 + book1[700000:] + book2[:300000] + alice + lcet10
     f = nlmcodec.compress(data, model=default_model, adapt=False)
     assert nlmcodec.decompress(f) == data
+
+
+@pytest.mark.slow
+def test_byte_model_alongside_ends_the_word_model_early(default_model):
+    """news (Calgary): the byte model, coded alongside from the first block, is ahead of the word model after
+    EARLY_MIN bytes, so the word model codes no more of the group than that (and the probe): the frame is
+    the byte model's, and the word model was asked for at most EARLY_MIN / BLOCK_SIZE + 1 blocks."""
+    from nlmcodec import _core
+
+    data = cc.read(cc.find("news"))
+    calls = []
+
+    class Counting(_core.Codec):
+        def encode_block(self, block):
+            calls.append(len(block))
+            return super().encode_block(block)
+
+    codec = Counting(default_model, True)
+    blob, used, parts = _encode.encode_group(codec, data, True)
+    assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
+    blocks = [n for n in calls if n > _encode.PROBE_SIZE]          # the probe codes at most 16 KiB
+    assert len(blocks) <= _encode.EARLY_MIN // B + 1 and sum(blocks) < 3 * _encode.EARLY_MIN, calls
+    assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))

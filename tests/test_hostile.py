@@ -83,7 +83,7 @@ def test_format3_block_check_and_limits(tiny_model):
 
     blob = nlmcodec.compress(word_salad(500), model=tiny_model, adapt=False)
     info = nlmcodec.get_frame_info(blob)
-    assert info.format_version == 4 and [b.kind for b in info.blocks] == ["model"]
+    assert info.format_version == nlmcodec.FORMAT_VERSION and [b.kind for b in info.blocks] == ["model"]
     # the block CRC sits right after the payload; damaging it is found at the block, not at the end
     k = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE + len(F.block_header(2, True, info.blocks[0].size,
                                                                info.blocks[0].compressed_size))

@@ -23,7 +23,7 @@ import cbuild  # noqa: E402
 CSRC = cbuild.CSRC
 
 CORPUS = str(_CORPUS)
-SOURCES = [CSRC / "speller" / "speller.c", CSRC / "coder" / "rc.c"]
+SOURCES = [CSRC / "speller" / "speller.c", CSRC / "bytemodel" / "cm.c", CSRC / "coder" / "rc.c"]
 WORD = re.compile(rb"[A-Za-z]+")
 
 

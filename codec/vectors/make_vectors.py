@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 4 are named v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format 5 are named v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
@@ -53,9 +53,31 @@ def _alice():
     return a[:4000] if a is not None else None
 
 
+def spelled_input():
+    """alice29.txt prose (bytes 4000-16000) with bodies the vocabulary lacks put in after every sentence
+    (format 5: spelled by the byte model, §5.4): names that recur (cache hits), numbers, symbols, capitals,
+    a 40-letter word (a 32-byte body and the rest).  None without the corpus."""
+    a = _alice_full()
+    if a is None:
+        return None
+    r = random.Random(5)
+    names = [b"Zorvathian", b"Quillmarsh", b"Ekwensi-Obi", b"MacTavishe", b"Hrothgarr"]
+    out = bytearray()
+    for i, sentence in enumerate(a[4000:16000].split(b". ")):
+        out += sentence + b". "
+        if i % 3 == 0:
+            out += b"(%s, %d-%03d; x%d_y%d) " % (r.choice(names), r.randrange(1800, 2030), r.randrange(1000),
+                                                r.randrange(99), r.randrange(99))
+        if i % 17 == 0:
+            out += b"antidisestablishmentarianismicallyness "
+    return bytes(out)
+
+
 def inputs():
     d = {"empty": b"", "one_byte": b"a", "short_english": ENGLISH, "mixed": MIXED, "binary": BINARY}
     a = _alice()
+    if _frame.FORMAT_VERSION >= 5 and a is not None:
+        d["spelled"] = spelled_input()
     if a is not None:
         d["alice_4k"] = a
     return d

@@ -5,7 +5,8 @@
  *   contexts   9 bit-history states: order 0 and 1 (direct tables), orders 2, 3, 4, 6, a word context,
  *              a column context and a sparse context (hashed nibble slots, 8-bit check, bucket of 4);
  *   inputs     x[k] = stretch(SM_k[state_k]) for the 9 contexts, the match model's stretch(SM_m[len, bit])
- *              (0 without a match), and a bias 256: NIN values in 1/256 units of the logit;
+ *              (0 without a match), a bias 256, and (speller models only, §5.4) the PPM's prediction of
+ *              the bit from an outside distribution (0 in byte-model runs): NIN values in 1/256 units;
  *   mixers     two weight sets, one selected by c0 (the bits of this byte so far), one by (match state, c1);
  *              t_j = clamp(Σ w_j[k] x[k] >> 16, ±2047), p_j = squash(t_j); the mix is squash((t_1 + t_2) / 2);
  *   APM        two stages over stretch(mix): by c0 and by (c0, c1), 33 interpolated buckets each;
@@ -16,6 +17,10 @@
  *
  * Every table (squash, stretch, state machine, reciprocals) is computed here by integer code, so the
  * model is the same on every CPU and compiler by construction.
+ *
+ * Two uses: a run of byte-model blocks (cm_new, cm_code: a history of 2^s bytes, every byte coded) and the
+ * speller of format 5 (cm_new_speller: fixed sizes, a ring history; cm_see appends a byte without
+ * touching a table, cm_code_byte codes one, looking its contexts up first).
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "bytemodel/cm.h"
@@ -29,7 +34,8 @@ enum {
     NCTX = NH + 2,     /* + order 0 and order 1 (direct) */
     IN_MATCH = NCTX,   /* input index of the match model */
     IN_BIAS = NCTX + 1,
-    NIN = NCTX + 2,
+    IN_EXT = NCTX + 2, /* the speller's PPM (§5.4); 0 in byte-model runs, so there the mix has 12 inputs */
+    NIN = NCTX + 3,
     SM_LIMIT = 1023,   /* state-map count cap */
     MATCH_MIN = 6,     /* bytes hashed to find a match */
     MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
@@ -38,19 +44,24 @@ enum {
     MIX_LR = 6,        /* mixer step: w += (x * err * lr) >> 18, lr = 16 MIX_LR + (MIX_LR0 << 16) / (pos / 16 + 4096) */
     MIX_LR0 = 16,
     W_INIT = 16384,    /* initial weight 0.25 */
+    W_EXT_INIT = 49152, /* speller (§5.4): initial weight of the PPM input, 0.75 ... */
+    W_SPELL_INIT = 4096, /* ... and of the others */
     W_MAX = 1 << 24,   /* weights are clamped to +-256.0 */
     CNT_MAX = 35,      /* bit-history counts are capped at 35 */
 };
 
 struct CmModel {
-    int size;                 /* size class s: the run has at most 2^s bytes */
+    int size;                 /* size class s: the run has at most 2^s bytes (0: a speller model, no limit) */
     int tbits, mbits;         /* log2 slots of the hashed table, log2 entries of the match table */
+    uint32_t hmask;           /* history: a ring of hmask + 1 bytes (a run never wraps it) */
     uint8_t* slots;           /* 2^tbits slots of 16 bytes: [0] check, [1..15] nibble-tree states */
     uint8_t* o1;              /* order 1: 2^16 states, (c1 << 8) | c0 */
     uint8_t o0[256];          /* order 0: state by c0 */
-    uint8_t* buf;             /* the run so far, 2^s bytes */
+    uint8_t* buf;             /* the last hmask + 1 bytes of the history */
     uint32_t* mt;             /* match table: last position after each MATCH_MIN-byte hash */
-    uint32_t pos;             /* bytes coded in this run */
+    uint32_t pos;             /* bytes of history so far */
+    uint32_t nlearn;          /* bytes the model has predicted and learned (the mixer's rate decays with it) */
+    int stale;                /* the context slots of the next byte are not looked up yet (cm_see) */
     /* per-byte context */
     uint64_t c8;              /* last 8 bytes, newest in bits 0..7 */
     uint32_t c0;              /* 1 followed by the bits of this byte so far */
@@ -70,6 +81,8 @@ struct CmModel {
     int32_t* w2;              /* mixer 2: M2_SETS sets x NIN */
     int32_t* wsel1, *wsel2;   /* the selected sets */
     int t1, t2, pmix;         /* mixer outputs (stretch domain) and the mix (12-bit p) */
+    const uint64_t* ext;      /* speller: the PPM's byte distribution as a tree of sums ([1] root, [256 + c]
+                                 the bytes), or NULL */
     uint16_t* apm1;           /* 256 x APM_N, 16-bit p */
     uint16_t* apm2;           /* 65536 x APM_N */
     int a1, a2, aw;           /* APM buckets used (index of the lower one) and the weight of the upper */
@@ -218,29 +231,23 @@ static uint8_t* slot_find(CmModel* m, uint32_t h) {
 
 /* ---------------------------------------------------------------- model */
 
-CmModel* cm_new(int size, int* err) {
-    if (size < CM_SIZE_MIN || size > CM_SIZE_MAX) {
-        *err = NLM_ERR_CORRUPT;
-        return NULL;
-    }
-    CmModel* m = (CmModel*)calloc(1, sizeof *m);
-    if (!m) goto nomem;
-    m->size = size;
-    m->tbits = size + 3 < 22 ? size + 3 : 22;
-    m->mbits = size - 2;
-    m->slots = (uint8_t*)calloc((size_t)1 << m->tbits, 16);
-    m->o1 = (uint8_t*)calloc(65536, 1);
-    m->buf = (uint8_t*)malloc((size_t)1 << size);
-    m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, sizeof(uint32_t));
-    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NIN);
-    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NIN);
-    m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
-    m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
-    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2) goto nomem;
-    build_tables(m);
+/* Every adaptive table to its initial content, the history empty. */
+static void cm_clear(CmModel* m) {
+    memset(m->slots, 0, (size_t)16 << m->tbits);
+    memset(m->o1, 0, 65536);
+    memset(m->o0, 0, sizeof m->o0);
+    memset(m->mt, 0, (size_t)4 << m->mbits);
+    m->pos = m->nlearn = 0;
+    m->c8 = 0;
+    m->bit = m->node = 0;
+    m->word = m->pword = 0;
+    m->mlen = m->mptr = 0;
+    m->mmiss = m->stale = 0;
+    memset(m->h, 0, sizeof m->h); /* a fresh model's: the first byte's second nibble uses h = 0 */
     sm_init(m);
-    for (int i = 0; i < 256 * NIN; i++) m->w1[i] = W_INIT;
-    for (int i = 0; i < M2_SETS * NIN; i++) m->w2[i] = W_INIT;
+    const int32_t wi = m->size ? W_INIT : W_SPELL_INIT;
+    for (int i = 0; i < 256 * NIN; i++) m->w1[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
+    for (int i = 0; i < M2_SETS * NIN; i++) m->w2[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
     for (int j = 0; j < APM_N; j++) {
         int p = squash(m, (j - 16) * 128) * 16;
         for (int c = 0; c < 256; c++) m->apm1[c * APM_N + j] = (uint16_t)p;
@@ -249,11 +256,69 @@ CmModel* cm_new(int size, int* err) {
     m->c0 = 1;
     m->line = m->pline = 0;
     for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hash64(0, (uint32_t)i + 1));
+}
+
+static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
+    CmModel* m = (CmModel*)calloc(1, sizeof *m);
+    if (!m) goto nomem;
+    m->size = size;
+    m->tbits = tbits;
+    m->mbits = mbits;
+    m->hmask = (uint32_t)(((uint64_t)1 << hbits) - 1);
+    m->slots = (uint8_t*)malloc((size_t)16 << m->tbits);
+    m->o1 = (uint8_t*)malloc(65536);
+    m->buf = (uint8_t*)malloc((size_t)1 << hbits);
+    m->mt = (uint32_t*)malloc((size_t)4 << m->mbits);
+    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NIN);
+    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NIN);
+    m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
+    m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
+    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2) goto nomem;
+    build_tables(m);
+    cm_clear(m);
     return m;
 nomem:
     cm_free(m);
     *err = NLM_ERR_NOMEM;
     return NULL;
+}
+
+CmModel* cm_new(int size, int* err) {
+    if (size < CM_SIZE_MIN || size > CM_SIZE_MAX) {
+        *err = NLM_ERR_CORRUPT;
+        return NULL;
+    }
+    return cm_alloc(size, size, size + 3 < 22 ? size + 3 : 22, size - 2, err);
+}
+
+CmModel* cm_new_speller(int* err) {
+    return cm_alloc(0, CM_SPELL_HBITS, CM_SPELL_TBITS, CM_SPELL_MBITS, err);
+}
+
+void cm_reset(CmModel* m) { cm_clear(m); }
+
+int cm_copy(CmModel* dst, const CmModel* src) {
+    if (dst->tbits != src->tbits || dst->mbits != src->mbits || dst->hmask != src->hmask) return NLM_ERR_STATE;
+    /* everything but the table pointers, then the tables; cp[] and the selected sets point into src */
+    uint8_t *slots = dst->slots, *o1 = dst->o1, *buf = dst->buf;
+    uint32_t* mt = dst->mt;
+    int32_t *w1 = dst->w1, *w2 = dst->w2;
+    uint16_t *apm1 = dst->apm1, *apm2 = dst->apm2;
+    *dst = *src;
+    dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->w1 = w1, dst->w2 = w2;
+    dst->apm1 = apm1, dst->apm2 = apm2;
+    memcpy(dst->slots, src->slots, (size_t)16 << src->tbits);
+    memcpy(dst->o1, src->o1, 65536);
+    memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
+    memcpy(dst->mt, src->mt, (size_t)4 << src->mbits);
+    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NIN);
+    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NIN);
+    memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
+    memcpy(dst->apm2, src->apm2, sizeof(uint16_t) * 65536 * APM_N);
+    for (int i = 0; i < NH; i++) dst->cp[i] = dst->slots + (src->cp[i] - src->slots);
+    dst->wsel1 = dst->w1 + (src->wsel1 ? src->wsel1 - src->w1 : 0);
+    dst->wsel2 = dst->w2 + (src->wsel2 ? src->wsel2 - src->w2 : 0);
+    return 0;
 }
 
 void cm_free(CmModel* m) {
@@ -276,7 +341,7 @@ int cm_size_class(uint64_t run_size) {
 }
 
 size_t cm_memory(const CmModel* m) {
-    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)1 << m->size) + ((size_t)4 << m->mbits)
+    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)4 << m->mbits)
            + sizeof(int32_t) * (256 + M2_SETS) * NIN + sizeof(uint16_t) * (256 + 65536) * APM_N;
 }
 
@@ -290,7 +355,10 @@ static inline int apm_p(uint16_t* a, int idx, int w) {
 }
 
 /* P(next bit = 1) in 12 bits. */
+static void cm_ctx(CmModel* m);
+
 static int cm_predict(CmModel* m) {
+    if (m->stale) cm_ctx(m);
     int node = m->node = nibble_node(m);
     int32_t* x = m->x;
     for (int i = 0; i < NH; i++) {
@@ -309,7 +377,7 @@ static int cm_predict(CmModel* m) {
     m->sidx[IN_MATCH] = -1;
     x[IN_MATCH] = 0;
     if (m->mlen > 0 && !m->mmiss) {
-        int eb = m->buf[m->mptr];
+        int eb = m->buf[m->mptr & m->hmask];
         if (((uint32_t)(eb | 256) >> (8 - m->bit)) == m->c0) {
             int ebit = (eb >> (7 - m->bit)) & 1;
             uint32_t l = m->mlen;
@@ -324,6 +392,13 @@ static int cm_predict(CmModel* m) {
     }
     x[IN_BIAS] = 256;
     m->sidx[IN_BIAS] = -1;
+    m->sidx[IN_EXT] = -1;
+    x[IN_EXT] = 0;
+    if (m->ext) {
+        uint64_t all = m->ext[m->c0], one = m->ext[2 * m->c0 + 1];
+        int pe = all ? (int)((one * 4096 + all / 2) / all) : 2048;
+        x[IN_EXT] = stretch(m, pe < 1 ? 1 : pe > 4095 ? 4095 : pe);
+    }
     /* mixers */
     m->wsel1 = m->w1 + (size_t)m->c0 * NIN;
     m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NIN;
@@ -373,7 +448,7 @@ static void cm_update(CmModel* m, int y) {
     m->o0[m->c0] = m->nex[m->sidx[NH + 1]][y];
     if (m->sidx[IN_MATCH] >= 0) sm_update(m, IN_MATCH, m->sidx[IN_MATCH], y);
     /* mixers: w += x * err * lr, err in 12 bits */
-    int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->pos >> 4) + 4096));
+    int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->nlearn >> 4) + 4096));
     int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
     for (int k = 0; k < NIN; k++) {
         m->wsel1[k] = wclamp(m->wsel1[k] + asr((int64_t)m->x[k] * e1, 18));
@@ -391,10 +466,11 @@ static void cm_update(CmModel* m, int y) {
 
 static inline int is_letter(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 128; }
 
-/* A byte c is done: history, match model, context hashes, slots. */
-static void cm_byte(CmModel* m, int c) {
+/* A byte c joins the history: the last bytes, word, line and match model (no table is touched). */
+static void cm_hist(CmModel* m, int c) {
+    const uint32_t mask = m->hmask;
     uint32_t pos = m->pos;
-    m->buf[pos] = (uint8_t)c;
+    m->buf[pos & mask] = (uint8_t)c;
     m->pos = ++pos;
     m->c8 = (m->c8 << 8) | (uint64_t)c;
     m->c0 = 1;
@@ -414,7 +490,7 @@ static void cm_byte(CmModel* m, int c) {
     }
     /* match model */
     if (m->mlen > 0) {
-        if (m->buf[m->mptr] == (uint8_t)c && m->mptr + 1 < pos) {
+        if (m->buf[m->mptr & mask] == (uint8_t)c && m->mptr + 1 < pos) {
             m->mlen++;
             m->mptr++;
         } else {
@@ -427,7 +503,10 @@ static void cm_byte(CmModel* m, int c) {
             uint32_t cand = m->mt[hm];
             if (cand > 0) {
                 uint32_t l = 0;
-                while (l < MATCH_VERIFY && l < cand && m->buf[cand - 1 - l] == m->buf[pos - 1 - l]) l++;
+                /* only bytes still in the ring are compared (a run never wraps it, so there it is every byte) */
+                while (l < MATCH_VERIFY && l < cand && pos - cand + l <= mask &&
+                       m->buf[(cand - 1 - l) & mask] == m->buf[(pos - 1 - l) & mask])
+                    l++;
                 if (l >= MATCH_MIN) {
                     m->mlen = l;
                     m->mptr = cand;
@@ -436,10 +515,16 @@ static void cm_byte(CmModel* m, int c) {
         }
         m->mt[hm] = pos;
     }
-    /* contexts of the next byte */
+}
+
+/* The contexts of the next byte: hashes and slots (replacing a slot on a miss). */
+static void cm_ctx(CmModel* m) {
+    m->stale = 0;
+    uint32_t pos = m->pos;
     uint64_t c8 = m->c8;
     uint32_t col = pos - m->line;
-    uint32_t above = m->pline + col < m->line ? m->buf[m->pline + col] : 0;
+    uint32_t ap = m->pline + col; /* the byte above, when the previous line has one and it is in the ring */
+    uint32_t above = ap < m->line && pos - ap - 1 <= m->hmask ? m->buf[ap & m->hmask] : 0;
     uint64_t ctx[NH] = {
         c8 & 0xFFFF,
         c8 & 0xFFFFFF,
@@ -456,24 +541,63 @@ static void cm_byte(CmModel* m, int c) {
     }
 }
 
+/* A byte c is done: history, then the contexts of the next byte. */
+static void cm_byte(CmModel* m, int c) {
+    cm_hist(m, c);
+    cm_ctx(m);
+}
+
+/* The 8 binary decisions of one byte through rc (or, rc NULL, predicted and learned only). */
+static int cm_bits(CmModel* m, Rc* rc, int* cp, uint16_t* pcoded) {
+    int c = rc && rc->decoding ? 0 : *cp;
+    for (int b = 7; b >= 0; b--) {
+        int p = cm_predict(m);
+        int y;
+        int err = 0;
+        if (rc && rc->decoding) {
+            err = rc_dec_bit(&rc->dec, (uint32_t)p, &y);
+            c = (c << 1) | y;
+        } else {
+            y = (c >> b) & 1;
+            if (rc) err = rc_enc_bit(&rc->enc, y, (uint32_t)p);
+        }
+        if (err) return err;
+        if (pcoded) pcoded[7 - b] = (uint16_t)(y ? p : 4096 - p);
+        cm_update(m, y);
+    }
+    m->nlearn++;
+    *cp = c & 0xFF;
+    return 0;
+}
+
+int cm_code_byte(CmModel* m, Rc* rc, int* c, uint16_t* p, const uint64_t* ext) {
+    m->ext = ext;
+    int err = cm_bits(m, rc, c, p);
+    m->ext = NULL;
+    if (err) return err;
+    cm_hist(m, *c);
+    m->stale = 1;
+    return 0;
+}
+
+void cm_learn(CmModel* m, int c) {
+    cm_bits(m, NULL, &c, NULL); /* cannot fail without a coder */
+    cm_hist(m, c);
+    m->stale = 1;
+}
+
+void cm_see(CmModel* m, int c) {
+    cm_hist(m, c);
+    m->stale = 1;
+}
+
 int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n) {
     if ((uint64_t)m->pos + n > ((uint64_t)1 << m->size)) return NLM_ERR_CORRUPT;
+    if (m->size == 0) return NLM_ERR_STATE; /* a speller model codes bytes one at a time */
     for (size_t i = 0; i < n; i++) {
         int c = rc->decoding ? 0 : buf[i];
-        for (int b = 7; b >= 0; b--) {
-            int p = cm_predict(m);
-            int y;
-            int err;
-            if (rc->decoding) {
-                err = rc_dec_bit(&rc->dec, (uint32_t)p, &y);
-                c = (c << 1) | y;
-            } else {
-                y = (c >> b) & 1;
-                err = rc_enc_bit(&rc->enc, y, (uint32_t)p);
-            }
-            if (err) return err;
-            cm_update(m, y);
-        }
+        int err = cm_bits(m, rc, &c, NULL);
+        if (err) return err;
         if (rc->decoding) {
             buf[i] = (uint8_t)c;
             if (rc_dec_past_end(&rc->dec) > 7) return NLM_ERR_CORRUPT; /* beyond any valid payload */

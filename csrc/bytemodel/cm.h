@@ -32,6 +32,24 @@ int cm_size_class(uint64_t run_size);
 /* Bytes the model owns (allocated, touched or not). */
 size_t cm_memory(const CmModel* m);
 
+/* A speller model (speller/, codec/FORMAT.md §5.4): no run limit, its history a ring of 2^CM_SPELL_HBITS
+ * bytes, its tables of fixed size.  It is fed the text a byte at a time: cm_code_byte codes one through
+ * rc, cm_learn predicts and learns one without coding, cm_see only appends one to the history. */
+#define CM_SPELL_HBITS 20
+#define CM_SPELL_TBITS 16
+#define CM_SPELL_MBITS 16
+CmModel* cm_new_speller(int* err);
+/* Back to the state cm_new / cm_new_speller made. */
+void cm_reset(CmModel* m);
+/* dst := src (two models made alike); NLM_ERR_STATE when their sizes differ. */
+int cm_copy(CmModel* dst, const CmModel* src);
+/* Encoder: codes *c; decoder: sets *c.  p (optional): the 12-bit probability of each coded bit, first bit
+ * first (statistics).  ext (optional): a byte distribution as a tree of sums, ext[1] the total, ext[256 + c]
+ * byte c's weight, ext[k] = ext[2k] + ext[2k + 1]: one more input of the mix.  0 or a negative NLM_ERR_*. */
+int cm_code_byte(CmModel* m, Rc* rc, int* c, uint16_t* p, const uint64_t* ext);
+void cm_learn(CmModel* m, int c);
+void cm_see(CmModel* m, int c);
+
 /* Code n bytes: encoder (rc->decoding == 0) reads buf[0..n), decoder writes it.  Returns 0 or a
  * negative NLM_ERR_*; NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
 int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n);

@@ -171,9 +171,12 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             tr->bits[NLM_PART_CACHE] = b2[0], tr->bits[NLM_PART_SPELL] = b2[1];
             if (hit) tr->flags |= NLM_TRACE_CACHE_HIT;
         }
-    } else if (dec) {
-        t->blen = t->w == 1 ? 0 : c->vocab->blen[t->w];
-        memcpy(t->body, c->vocab->body[t->w], (size_t)t->blen);
+    } else {
+        if (dec) {
+            t->blen = t->w == 1 ? 0 : c->vocab->blen[t->w];
+            memcpy(t->body, c->vocab->body[t->w], (size_t)t->blen);
+        }
+        if (t->w != 1) speller_see_body(c->speller, t->body, t->blen);
     }
 
     /* 4. case: words only; a body with an ASCII capital is verbatim and its case is implied */
@@ -320,6 +323,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if (!(c->freq = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)fn))) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->model = elman_new(model->weights, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->speller = speller_new_shared(model->primed))) { e = NLM_ERR_NOMEM; goto fail; }
+    if ((e = speller_set_kind(c->speller, SPELLER_CM)) < 0) goto fail;
     return c;
 fail:
     if (c) nlm_codec_free(c);
@@ -350,6 +354,16 @@ int nlm_codec_reset(NlmCodec* c) {
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
+}
+
+int nlm_codec_set_speller(NlmCodec* c, int kind) {
+    if (!c) return NLM_ERR_STATE;
+    int r = speller_set_kind(c->speller, kind == NLM_SPELLER_CM       ? SPELLER_CM
+                                         : kind == NLM_SPELLER_PPM    ? SPELLER_PPM
+                                         : kind == NLM_SPELLER_CM_ALL ? SPELLER_CM_ALL
+                                                                      : -1);
+    if (r < 0) return r;
+    return nlm_codec_reset(c);
 }
 
 int nlm_codec_save(NlmCodec* c) {

@@ -28,12 +28,19 @@
  * or start) × 7 counts starting at 1; END has frequency 0 at position 0 and is implied at maxlen; after
  * each coded symbol its count += GAP_INC; a context whose total exceeds GAP_LIMIT is halved (rounded up).
  *
+ * Byte-model speller (§5.4, format 5): the bodies of the group in coding order, each followed by ' ', are the
+ * history of a byte model (bytemodel/cm.c, speller sizes); known bodies and cache hits are only seen, an
+ * escaped body is coded by it byte by byte up to the ' ' that ends it, with the PPM's distribution at that
+ * position (sp_dist) as one more input of its mix; the PPM is updated as before.
+ *
  * Tables: a hash of contexts (64-bit key = order << 40 | last o symbols, 9 bits each; open addressing, linear
  * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that save,
  * restore and reset are memcpy.
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "speller/speller.h"
+
+#include "bytemodel/cm.h" /* the byte-model speller (§5.4) */
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,6 +90,10 @@ typedef struct {
 } Cache;
 
 struct Speller {
+    int kind;             /* SPELLER_PPM or SPELLER_CM */
+    int learn_all;        /* CM: learn from every body (1) or from the spelled ones only (0) */
+    CmModel* cm;          /* SPELLER_CM: the byte model over the token stream (§5.4) */
+    CmModel* cm_saved;
     PState cur, own_primed, saved;
     const PState* primed; /* &own_primed, or the template's (speller_new_shared): read only */
     Cache cache, cache_saved;
@@ -343,6 +354,43 @@ static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, 
     return 0;
 }
 
+/* The speller's distribution of the symbol at position pos of b (what sp_code_sym would code with), as a
+ * tree of sums over bytes for the byte model (§5.4): END is the byte ' ' that ends a body there.  Mass in
+ * units of 2^-40, integers only: at each order, from the highest, a non-excluded symbol y gets
+ * mass * f_y / F and the mass becomes mass * d / F; order -1 shares what is left equally. */
+static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
+    const PState* p = &s->cur;
+    uint8_t excl[NSYM];
+    uint64_t* leaf = tree + 256;
+    memset(excl, 0, sizeof excl);
+    memset(tree, 0, 512 * sizeof *tree);
+    if (pos == 0) excl[END] = 1;
+    uint64_t mass = (uint64_t)1 << 40;
+    int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    for (int o = maxo; o >= 0; o--) {
+        const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+        if (!c) continue;
+        uint64_t tot = 0, d = 0;
+        for (int32_t e = c->head; e >= 0; e = p->pool[e].next)
+            if (!excl[p->pool[e].sym]) tot += 2 * (uint64_t)p->pool[e].cnt - 1, d++;
+        if (d == 0) continue;
+        uint64_t F = tot + d;
+        for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
+            int y = p->pool[e].sym;
+            if (excl[y]) continue;
+            leaf[y == END ? ' ' : y] += mass * (2 * (uint64_t)p->pool[e].cnt - 1) / F;
+            excl[y] = 1;
+        }
+        mass = mass * d / F;
+    }
+    int left = 0;
+    for (int y = 0; y < NSYM; y++) left += !excl[y];
+    if (left)
+        for (int y = 0; y < NSYM; y++)
+            if (!excl[y]) leaf[y == END ? ' ' : y] += mass / (uint64_t)left;
+    for (int k = 255; k >= 1; k--) tree[k] = tree[2 * k] + tree[2 * k + 1];
+}
+
 /* Spell a body with the speller (no update).  Encoder: b[0..*len).  Decoder: fills b, sets *len. */
 static int sp_spell(Speller* s, Rc* rc, uint8_t* b, int* len, int maxlen, double* bits) {
     int n = rc->decoding ? maxlen : *len;
@@ -509,6 +557,8 @@ Speller* speller_new_shared(const Speller* tmpl) {
 
 void speller_free(Speller* s) {
     if (!s) return;
+    cm_free(s->cm);
+    cm_free(s->cm_saved);
     pstate_free(&s->cur);
     pstate_free(&s->own_primed);
     pstate_free(&s->saved);
@@ -523,11 +573,28 @@ void speller_reset(Speller* s) {
     pstate_copy(&s->cur, s->primed);
     gap_init(&s->cur);
     cache_clear(&s->cache);
+    if (s->cm) cm_reset(s->cm);
+}
+
+int speller_set_kind(Speller* s, int kind) {
+    if (kind != SPELLER_PPM && kind != SPELLER_CM && kind != SPELLER_CM_ALL) return NLM_ERR_CONFIG;
+    if (kind != SPELLER_PPM && !s->cm) {
+        int err = NLM_ERR_NOMEM;
+        if (!(s->cm = cm_new_speller(&err))) return err;
+    }
+    s->learn_all = kind == SPELLER_CM_ALL;
+    s->kind = kind == SPELLER_PPM ? SPELLER_PPM : SPELLER_CM;
+    speller_reset(s);
+    return 0;
 }
 
 int speller_save(Speller* s) {
     int err = pstate_copy(&s->saved, &s->cur);
     if (!err) err = cache_copy(&s->cache_saved, &s->cache);
+    if (!err && s->kind == SPELLER_CM) {
+        if (!s->cm_saved && !(s->cm_saved = cm_new_speller(&err))) err = err < 0 ? err : NLM_ERR_NOMEM;
+        if (!err) err = cm_copy(s->cm_saved, s->cm);
+    }
     s->has_saved = !err;
     return err;
 }
@@ -536,7 +603,57 @@ int speller_restore(Speller* s) {
     if (!s->has_saved) return NLM_ERR_STATE;
     int err = pstate_copy(&s->cur, &s->saved);
     if (!err) err = cache_copy(&s->cache, &s->cache_saved);
+    if (!err && s->kind == SPELLER_CM) err = s->cm_saved ? cm_copy(s->cm, s->cm_saved) : NLM_ERR_STATE;
     return err;
+}
+
+/* One of the six whitespace bytes (never in a body). */
+static int is_ws(int b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'; }
+
+/* The token stream the byte-model speller sees (§5.4): every body as sent, each followed by one ' '. */
+static void cm_feed(Speller* s, const uint8_t* b, int n) {
+    if (s->learn_all) {
+        for (int i = 0; i < n; i++) cm_learn(s->cm, b[i]);
+        cm_learn(s->cm, ' ');
+    } else {
+        for (int i = 0; i < n; i++) cm_see(s->cm, b[i]);
+        cm_see(s->cm, ' ');
+    }
+}
+
+void speller_see_body(Speller* s, const uint8_t* b, int n) {
+    if (s->kind == SPELLER_CM) cm_feed(s, b, n);
+}
+
+static double bit_cost(const uint16_t* p, int n) {
+    double t = 0;
+    for (int i = 0; i < n; i++) t += log2(4096.0 / (double)p[i]);
+    return t;
+}
+
+/* Spell a body with the byte model: its bytes, then ' ' unless it has maxlen bytes (then ' ' is only
+ * fed); a body byte is never whitespace, so the decoder stops at the ' '. */
+static int cm_spell(Speller* s, Rc* rc, uint8_t* b, int* len, int maxlen, double* bits) {
+    int n = rc->decoding ? maxlen : *len;
+    uint16_t p[8];
+    uint64_t tree[512];
+    int pos, err;
+    for (pos = 0; pos <= maxlen; pos++) {
+        if (pos == maxlen) { /* implied end */
+            if (s->learn_all) cm_learn(s->cm, ' '); else cm_see(s->cm, ' ');
+            break;
+        }
+        int c = rc->decoding ? 0 : (pos < n ? b[pos] : ' ');
+        if (!rc->decoding && pos < n && is_ws(c)) return NLM_ERR_STATE;
+        sp_dist(s, b, pos, tree);
+        if ((err = cm_code_byte(s->cm, rc, &c, bits ? p : NULL, tree))) return err;
+        if (bits) bits[0] += bit_cost(p, 8);
+        if (c == ' ' && pos > 0) break;
+        if (is_ws(c)) return NLM_ERR_CORRUPT;
+        b[pos] = (uint8_t)c;
+    }
+    if (rc->decoding) *len = pos;
+    return 0;
 }
 
 int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits) {
@@ -560,11 +677,15 @@ int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen,
         }
         cache_hit(c, i);
         if (hit) *hit = 1;
+        if (s->kind == SPELLER_CM) cm_feed(s, buf, *len);
         return 0;
     }
     if (hit) *hit = 0;
-    err = sp_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL);
-    if (err) return err;
+    if (s->kind == SPELLER_CM) {
+        if ((err = cm_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL))) return err;
+    } else {
+        if ((err = sp_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL))) return err;
+    }
     if (rc->decoding && cache_lookup(c, buf, *len) >= 0) return NLM_ERR_CORRUPT; /* escape to a cached body */
     if ((err = sp_update_body(&s->cur, buf, *len, maxlen))) return err;
     return cache_append(c, buf, *len);

@@ -1,9 +1,10 @@
 /* speller/speller.h: unknown bodies and literal gaps (codec/FORMAT.md §5).
  *
  * Owns the spelling cache (PPM-C over the bodies already sent as <unk> in this frame), the adaptive
- * order-4 character PPM speller (primed once from a word list) and the literal-gap model.  All three are
- * integer-count models driving the range coder of coder/rc.h; nothing here touches floats on the coding
- * path (libm log2 only fills the optional statistics).
+ * order-4 character PPM speller (primed once from a word list), the literal-gap model and, from format 5,
+ * the byte-model speller (bytemodel/cm.h over the stream of bodies, the PPM one of its inputs, §5.4).
+ * All are integer models driving the range coder of coder/rc.h; nothing here touches floats on the
+ * coding path (libm log2 only fills the optional statistics).
  */
 #ifndef NLM_SPELLER_H
 #define NLM_SPELLER_H
@@ -32,6 +33,15 @@ void speller_reset(Speller* s);
  * (NLM_ERR_NOMEM; NLM_ERR_STATE for a restore with no snapshot). */
 int speller_save(Speller* s);
 int speller_restore(Speller* s);
+
+/* Which model spells escaped bodies: the primed order-4 PPM (§5.2, frame formats 1-4) or the byte model
+ * over the token stream (§5.4, format 5).  A new speller is SPELLER_PPM.  Setting a kind resets. */
+#define SPELLER_PPM 0
+#define SPELLER_CM 1
+#define SPELLER_CM_ALL 2 /* measurement only, in no format: the byte model learns from every body (§5.4) */
+int speller_set_kind(Speller* s, int kind);
+/* Every body the word model codes as a known word (SPELLER_CM: the byte model's history). */
+void speller_see_body(Speller* s, const uint8_t* body, int n);
 
 /* Code an unknown body (1..maxlen bytes, maxlen <= 32, any byte values) through the cache, and on
  * escape the speller.  Encoder: reads buf[0..*len).  Decoder: writes buf (>= maxlen bytes), sets *len.

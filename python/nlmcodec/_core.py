@@ -67,6 +67,9 @@ def param_count(V, D, H, C):
     return native.param_count(V, D, H, C)
 
 
+SPELLER_PPM, SPELLER_CM, SPELLER_CM_ALL = 0, 1, 2   # nlm.h NLM_SPELLER_* (CM_ALL: measurement only)
+
+
 class Codec:
     """A C codec context over a Model's shared native model (python/nlmcodec/_model.py).  Not thread-safe;
     any number of Codecs, on any threads, share one Model."""
@@ -81,8 +84,10 @@ class Codec:
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
-    def reset(self):
-        check(self._c.reset())
+    def reset(self, speller=None):
+        """Back to the start of a group.  speller: SPELLER_CM (the default, frame format 5) or SPELLER_PPM
+        (formats 1-4), the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5)."""
+        check(self._c.set_speller(SPELLER_CM if speller is None else speller))
 
     def save(self):
         check(self._c.save())

@@ -1,4 +1,4 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-4 frames
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-5 frames
 (layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
 
 Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
@@ -9,17 +9,21 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
 * Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
   rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is
   tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
-  when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma and the
-  byte model on the block alone (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d,
-  so its state is what the decoder will have.
+  when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
+  block (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d, so its
+  state is what the decoder will have.
+* The first time a block is above BYTE_TRY_RATIO x lzma preset 1, the byte model starts coding the whole
+  group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
+  bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
+  the group is plain: news, reports and papers pay the word model on their first 128 KiB only.
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
   model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
   only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
-  smaller than stored blocks (incompressible data stays stored: it decodes at memory speed).  A group that mixes
-  the kinds, or whose word-model blocks exceed BYTE_TRY_RATIO x lzma preset 1 of the whole group, is also tried
-  plain as a whole, and the smaller coding is kept.  Consecutive groups without any word-model block are
-  coded together, plain, up to PLAIN_RUN_MAX bytes (one group of the format, one byte-model run), so logs,
-  code or XML lose nothing to the group cuts.
+  smaller than stored blocks (incompressible data stays stored: it decodes at memory speed).  A group that
+  mixes the kinds, that the byte model was coding alongside, or whose word-model blocks exceed
+  BYTE_TRY_RATIO x lzma preset 1 of the whole group, is also tried plain as a whole, and the smaller coding
+  is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
+  bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
   word model codes the next PROBE_SIZE bytes and is rolled back; when that is more than PROBE_RATIO times
   lzma preset 1 or not smaller than the byte model on the same bytes, the word model is not tried on
@@ -41,6 +45,8 @@ BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, code
 BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format-4 limit)
 STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
+EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
+EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
 PROBE_SIZE = 16 * 1024
@@ -104,36 +110,53 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
         len(payload) + F.BLOCK_CHECK_SIZE < _coded_size(_byte_parts(probe))
 
 
-def _byte_parts(raw):
-    """raw as byte-model blocks: runs of at most BYTE_RUN_MAX bytes, each one model over blocks of
-    BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts).  A block whose payload
-    would exceed its size (the format allows no larger payload: a 1-byte tail, or bytes the model mispredicts)
-    is stored instead, and the next block starts a new run."""
-    from ._core import ByteCoder
+class _ByteParts:
+    """raw as byte-model blocks, coded a block at a time: runs of at most BYTE_RUN_MAX bytes, each one model
+    over blocks of BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts).  A block
+    whose payload would exceed its size (the format allows no larger payload: a 1-byte tail, or bytes the
+    model mispredicts) is stored instead, and the next block starts a new run.  advance(n) codes until n
+    bytes are covered, so a group can compare the byte model with the word model as both go (encode_group)."""
 
-    parts = []
-    for r in range(0, len(raw), BYTE_RUN_MAX):
-        run = raw[r:r + BYTE_RUN_MAX]
-        bc = None
-        for p in range(0, len(run), BYTE_BLOCK_SIZE):
-            block = run[p:p + BYTE_BLOCK_SIZE]
-            start = bc is None
+    def __init__(self, raw):
+        self.raw, self.pos, self.size, self.parts, self._bc = raw, 0, 0, [], None
+
+    def advance(self, upto: int):
+        from ._core import ByteCoder
+
+        raw = self.raw
+        while self.pos < min(upto, len(raw)):
+            r = self.pos - self.pos % BYTE_RUN_MAX                 # start of this run
+            run_end = min(len(raw), r + BYTE_RUN_MAX)
+            block = raw[self.pos:min(run_end, self.pos + BYTE_BLOCK_SIZE)]
+            start = self._bc is None or self.pos == r
             if start:
-                bc = ByteCoder()
-            payload = bc.encode_block(block, len(run) - p if start else 0)
+                self._bc = ByteCoder()
+            payload = self._bc.encode_block(block, run_end - self.pos if start else 0)
             if len(payload) > len(block):
-                parts.append((F.BLOCK_STORED, len(block), bytes(block)))
-                bc = None
-                continue
-            parts.append((F.BLOCK_BYTE, len(block), payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little")))
-    return parts
+                part = (F.BLOCK_STORED, len(block), bytes(block))
+                self._bc = None
+            else:
+                part = (F.BLOCK_BYTE, len(block),
+                        payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
+            self.parts.append(part)
+            self.size += _coded_size([part])
+            self.pos += len(block)
+        return self
+
+    def finish(self):
+        return self.advance(len(self.raw)).parts
 
 
-def _plain(raw):
-    """Parts for bytes that do not use the word model: the byte model, unless lzma (tried only when the
-    byte model is not clearly ahead of lzma preset 1) or stored blocks are smaller."""
+def _byte_parts(raw):
+    return _ByteParts(raw).finish()
+
+
+def _plain(raw, bm=None):
+    """Parts for bytes that do not use the word model: the byte model (bm: raw's byte-model parts when
+    already coded), unless lzma (tried only when the byte model is not clearly ahead of lzma preset 1) or
+    stored blocks are smaller."""
     best = [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
-    bm = _byte_parts(raw)
+    bm = _byte_parts(raw) if bm is None else bm
     if _coded_size(bm) < STORED_MARGIN * _coded_size(best):     # incompressible data stays stored (fast)
         best = bm
     if len(raw) <= F.MAX_LZMA_BLOCK and 5 * _coded_size(best) > 4 * len(F.lzma_compress(raw, 1)):
@@ -172,6 +195,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     if codec is not None:
         codec.reset()
     probe_ok = codec is not None
+    track = None                      # the byte model over the group, coded alongside the word model
+    wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
     for i, (pos, k) in enumerate(_pieces(raw, BLOCK_SIZE)):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
@@ -185,11 +210,23 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             if payload is not None:
                 best = k
                 if len(payload) > BYTE_TRY_RATIO * len(F.lzma_compress(block, 1)):
-                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)), _coded_size(_byte_parts(block)))
+                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
+                    if track is None:
+                        track = _ByteParts(raw)
                 penalty = F.MODEL_ID_SIZE if single and not used else 0
                 if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
                     codec.restore()   # the decoder never runs the model on this block
                     payload = None
+                else:
+                    wbytes += k
+                    wsize += len(payload) + F.BLOCK_CHECK_SIZE
+        if track is not None and probe_ok:
+            track.advance(pos + k)
+            # the byte model clearly ahead: the word model is not tried on the rest of the group
+            if wbytes >= EARLY_MIN and track.size * wbytes < EARLY_RATIO * wsize * track.pos:
+                if on_block is not None:
+                    on_block(len(raw) - pos)
+                return None, False, _plain(raw, track.finish())
         if payload is None:
             run.append((pos, k))
         else:
@@ -205,8 +242,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     if run:
         parts += _plain(raw[run[0][0]:])
     mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
-    if mixed or _coded_size(parts) > BYTE_TRY_RATIO * len(F.lzma_compress(raw, 1)):
-        alt = _plain(raw)
+    if mixed or track is not None or _coded_size(parts) > BYTE_TRY_RATIO * len(F.lzma_compress(raw, 1)):
+        alt = _plain(raw, track.finish() if track is not None else None)
         if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
             return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
     return serialize(parts), used, None
@@ -222,7 +259,7 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one format-4 frame, a group at a time.
+    """Writes one format-5 frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups

@@ -96,8 +96,8 @@ class _TracingCodec:
         self.calls = {}
         self._last = None
 
-    def reset(self):
-        self._c.reset()
+    def reset(self, speller=None):
+        self._c.reset(speller)
 
     def save(self):
         self._c.save()

@@ -1,12 +1,13 @@
 """The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
-header / block header / trailer serialisers and parsers of formats 4, 3 and 2 (one layout; format 3 adds
-the block check and tighter limits, format 4 the byte-model block), the format-1 header parser (read only), frame inspection
+header / block header / trailer serialisers and parsers of formats 5, 4, 3 and 2 (one layout; format 3 adds
+the block check and tighter limits, format 4 the byte-model block, format 5 the byte-model speller inside
+word-model blocks: speller_of), the format-1 header parser (read only), frame inspection
 (get_frame_info, list_frames) and the output bound (declared_size).  Policy lives elsewhere: what the encoder
 chooses is _encode.py, how a decoder walks a frame is _decode.py.
 
-Format 4 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
+Format 5 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
 
-    header    magic B1 4E 4C 4D | version 4 | flags | [model id, 32 bytes] | header CRC32 (4)
+    header    magic B1 4E 4C 4D | version 5 | flags | [model id, 32 bytes] | header CRC32 (4)
               flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bits 4-7 zero
     block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): model blocks]
               type: bits 0-1 kind (0 stored, 1 lzma, 2 word model, 3 byte model), bit 2 group start,
@@ -18,7 +19,8 @@ Format 4 (all fixed-width integers little-endian; "varint" = unsigned LEB128, ca
               | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
     footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
 
-Format 3 (read only) is format 4 without the byte-model block.  Format 2 (read only) is format 3 without
+Format 4 (read only) has the same layout; its word-model blocks spell unknown words with the PPM alone
+(codec/FORMAT.md §5.2 against §5.4).  Format 3 (read only) is format 4 without the byte-model block.  Format 2 (read only) is format 3 without
 the block CRC32; its word-model blocks are read up to 64 KiB.
 
 A group is a run of blocks that starts with a group-start block; the word model's state is reset to
@@ -36,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 4            # what this build writes
-READ_VERSIONS = (1, 2, 3, 4)  # what this build reads
+FORMAT_VERSION = 5               # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -52,6 +54,14 @@ _FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
 BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL, BLOCK_BYTE = 0, 1, 2, 3
 BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model", BLOCK_BYTE: "byte"}
 FIRST_VERSION = {BLOCK_STORED: 1, BLOCK_LZMA: 1, BLOCK_MODEL: 1, BLOCK_BYTE: 4}   # the kind exists from
+SPELLER_FROM = 5              # word-model blocks spell with the byte model from this version (FORMAT.md §5.4)
+
+
+def speller_of(version: int) -> int:
+    """The speller of a frame version's word-model blocks: _core.SPELLER_CM or SPELLER_PPM (nlm.h)."""
+    return 1 if version >= SPELLER_FROM else 0
+
+
 TYPE_KIND_MASK = 0x03
 TYPE_GROUP_START = 0x04
 END_MARKER = 0x80
@@ -181,7 +191,7 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- format 2
 def header_v2(adapt: bool, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
-    """Frame header of format 4 (or 3, 2: the same layout)."""
+    """Frame header of format 5 (or 4, 3, 2: the same layout)."""
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0)
     h = bytearray(MAGIC)
     h.append(version)
@@ -228,7 +238,7 @@ def parse_start(buf):
 
 
 def parse_header_v2(buf):
-    """(adapt, check, model_id, header length) of a format-4, 3 or 2 frame header at buf[0]."""
+    """(adapt, check, model_id, header length) of a format-5, 4, 3 or 2 frame header at buf[0]."""
     _, flags = parse_start(buf)
     if flags & ~_FLAG_KNOWN:
         raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")

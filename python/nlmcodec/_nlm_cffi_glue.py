@@ -80,6 +80,9 @@ class Codec:
     def reset(self):
         return lib.nlm_codec_reset(self.c)
 
+    def set_speller(self, kind):
+        return lib.nlm_codec_set_speller(self.c, kind)
+
     def save(self):
         return lib.nlm_codec_save(self.c)
 

@@ -30,6 +30,7 @@ cdef extern from "nlm.h" nogil:
     size_t nlm_codec_memory(const NlmCodec* c)
     void nlm_codec_free(NlmCodec* c)
     int nlm_codec_reset(NlmCodec* c)
+    int nlm_codec_set_speller(NlmCodec* c, int kind)
     int nlm_codec_save(NlmCodec* c)
     int nlm_codec_restore(NlmCodec* c)
     int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n)
@@ -147,6 +148,9 @@ cdef class Codec:
 
     def reset(self):
         return nlm_codec_reset(self.c)
+
+    def set_speller(self, int kind):
+        return nlm_codec_set_speller(self.c, kind)
 
     def save(self):
         cdef int r

@@ -30,7 +30,7 @@ static uint8_t* read_file(const char* path, size_t* n) {
 }
 
 typedef struct {
-    int gap;     /* 1: literal whitespace run, 0: unknown body */
+    int gap;     /* 1: literal whitespace run, 0: unknown body, 2: known word (speller_see_body) */
     int len;
     uint8_t* b;  /* body or run */
     int maxlen;
@@ -57,6 +57,10 @@ static int code_items(Speller* s, Rc* rc, Item* it, int n, uint8_t* scratch, dou
     for (int k = 0; k < n; k++) {
         int err, len = it[k].len, hit = 0;
         uint8_t* b = rc->decoding ? scratch : it[k].b;
+        if (it[k].gap == 2) { /* a known word: both sides only show it to the speller */
+            speller_see_body(s, it[k].b, it[k].len);
+            continue;
+        }
         if (it[k].gap) err = speller_code_gap(s, rc, b, &len, it[k].maxlen, bits ? bits + 2 : NULL);
         else err = speller_code_unknown(s, rc, b, &len, it[k].maxlen, &hit, bits);
         if (err) return err;
@@ -66,7 +70,16 @@ static int code_items(Speller* s, Rc* rc, Item* it, int n, uint8_t* scratch, dou
     return 0;
 }
 
-static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, int* wl, int nw) {
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+static Speller* new_kind(const uint8_t* prime, size_t plen, int kind) {
+    Speller* s = speller_new(prime, plen);
+    CHECK(s && speller_set_kind(s, kind) == 0, "new speller of kind %d", kind);
+    return s;
+}
+
+/* kind SPELLER_PPM or SPELLER_CM (whose bodies, like the lexer's, never hold whitespace) */
+static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, int* wl, int nw, int kind) {
     enum { N = 3000 };
     static Item it[N];
     static uint8_t store[N][70000 > 33 ? 33 : 33];
@@ -93,7 +106,10 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
             int maxlen = (rnd() % 4 == 0) ? 1 + (int)(rnd() % 32) : 32;
             int len = 1 + (int)(rnd() % maxlen);
             if (rnd() % 3 == 0) len = maxlen;
-            for (int i = 0; i < len; i++) it[k].b[i] = (uint8_t)rnd();
+            for (int i = 0; i < len; i++) {
+                it[k].b[i] = (uint8_t)rnd();
+                if (kind == SPELLER_CM && is_ws(it[k].b[i])) it[k].b[i] = 'x';
+            }
             it[k].len = len;
             it[k].maxlen = maxlen;
         } else if (r < 60 && k > 0) {
@@ -118,13 +134,13 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
                 int j = (int)(rnd() % nw);
                 memcpy(it[k].b, words[j], (size_t)wl[j]);
                 it[k].len = wl[j];
+                if (rnd() % 2) it[k].gap = 2; /* shown as a known word */
             }
         }
     }
     uint8_t scratch[65536];
     /* encoder: with a save / throwaway attempt / restore in the middle (the decoder never sees it) */
-    Speller* se = speller_new(prime, plen);
-    CHECK(se, "new");
+    Speller* se = new_kind(prime, plen, kind);
     Rc rc;
     memset(&rc, 0, sizeof rc);
     rc_enc_init(&rc.enc);
@@ -143,7 +159,7 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     double total = bits[0] + bits[1] + bits[2];
     CHECK(rc.enc.len <= total / 8 * 1.0001 + 16, "len %zu vs %.1f", rc.enc.len, total / 8);
     /* decoder: fresh speller */
-    Speller* sd = speller_new(prime, plen);
+    Speller* sd = new_kind(prime, plen, kind);
     Rc rd;
     memset(&rd, 0, sizeof rd);
     rd.decoding = 1;
@@ -151,8 +167,8 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     int err = code_items(sd, &rd, it, N, scratch, NULL, NULL);
     CHECK(err == 0, "decode err %d", err);
     CHECK(rc_dec_finish(&rd.dec) == 0, "dec finish");
-    printf("ok roundtrip items %d bytes %zu hits %d cache_bodies %d tables %zu\n", N, rc.enc.len, hits,
-           speller_cache_size(se), speller_table_bytes(se));
+    printf("ok roundtrip kind %d items %d bytes %zu hits %d cache_bodies %d tables %zu\n", kind, N, rc.enc.len,
+           hits, speller_cache_size(se), speller_table_bytes(se));
     /* reset gives the just-primed state: the same stream encodes to the same bytes as a fresh speller */
     speller_reset(se);
     CHECK(speller_cache_size(se) == 0, "reset empties cache");
@@ -161,7 +177,7 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     rc_enc_init(&r2.enc);
     CHECK(code_items(se, &r2, it, N, NULL, NULL, NULL) == 0, "enc after reset");
     CHECK(rc_enc_finish(&r2.enc) == 0, "fin");
-    Speller* sf = speller_new(prime, plen);
+    Speller* sf = new_kind(prime, plen, kind);
     Rc r3;
     memset(&r3, 0, sizeof r3);
     rc_enc_init(&r3.enc);
@@ -170,7 +186,7 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     CHECK(r2.enc.len == r3.enc.len && !memcmp(r2.enc.buf, r3.enc.buf, r2.enc.len), "reset != fresh");
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < rc.enc.len; i++) h = (h ^ rc.enc.buf[i]) * 0x100000001B3ull;
-    printf("hash speller_roundtrip %016llx\n", (unsigned long long)h);
+    printf("hash speller_roundtrip kind %d %016llx\n", kind, (unsigned long long)h);
     /* corrupt payloads never crash and are (almost always) detected */
     int detected = 0;
     for (int t = 0; t < 12; t++) {
@@ -194,6 +210,39 @@ static void test_roundtrip(const uint8_t* prime, size_t plen, uint8_t** words, i
     CHECK(speller_code_unknown(se, &rc, b, &len, 32, &hit, NULL) < 0, "long body refused");
     len = 2;
     CHECK(speller_code_gap(se, &rc, b, &len, 100, NULL) < 0, "non-space gap refused");
+    if (kind == SPELLER_CM) {
+        uint8_t sp[4] = "a b";
+        len = 3;
+        CHECK(speller_code_unknown(se, &rc, sp, &len, 32, &hit, NULL) < 0, "a body with whitespace refused");
+        /* decoded by a speller in another state, a valid payload never yields whitespace in a body */
+        Speller* sx = new_kind(prime, plen, kind);
+        Speller* sy = new_kind(prime, plen, kind);
+        speller_see_body(sy, (const uint8_t*)"zzz", 3);
+        int bad = 0;
+        for (int t = 0; t < 200; t++) {
+            Rc rx;
+            memset(&rx, 0, sizeof rx);
+            rc_enc_init(&rx.enc);
+            uint8_t one[8];
+            int n1 = 1 + (int)(rnd() % 6);
+            for (int i = 0; i < n1; i++) one[i] = (uint8_t)('a' + rnd() % 26);
+            len = n1;
+            CHECK(speller_code_unknown(sx, &rx, one, &len, 32, &hit, NULL) == 0, "code");
+            CHECK(rc_enc_finish(&rx.enc) == 0, "fin");
+            Rc ry;
+            memset(&ry, 0, sizeof ry);
+            ry.decoding = 1;
+            rc_dec_init(&ry.dec, rx.enc.buf, rx.enc.len);
+            uint8_t out[40];
+            len = 0;
+            int r = speller_code_unknown(sy, &ry, out, &len, 32, &hit, NULL);
+            for (int i = 0; r == 0 && i < len; i++) bad += is_ws(out[i]);
+            rc_enc_free(&rx.enc);
+        }
+        CHECK(bad == 0, "decoded whitespace in a body");
+        speller_free(sx);
+        speller_free(sy);
+    }
     rc_enc_free(&rc.enc);
     rc_enc_free(&r2.enc);
     rc_enc_free(&r3.enc);
@@ -286,7 +335,8 @@ int main(int argc, char** argv) {
     int* wl = (int*)malloc(sizeof(int) * CAP);
     int nw = split_words(novel, nlen, w, wl, CAP);
     CHECK(nw > 0, "no novel words");
-    test_roundtrip(prime, plen, w, wl, nw);
+    test_roundtrip(prime, plen, w, wl, nw, SPELLER_PPM);
+    test_roundtrip(prime, plen, w, wl, nw, SPELLER_CM);
     if (argc > 4 && !strcmp(argv[4], "quick")) { /* second build: the byte-exact round trip only */
         printf("ALL OK\n");
         return 0;
