@@ -1,9 +1,10 @@
-"""A second reader of word-model block payloads, written from codec/FORMAT.md §1–§6 alone.
+"""A second reader of word-model block payloads, written from codec/FORMAT.md §1–§6 (and, for format 5's
+speller, §5.4 with the byte model of §9) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
-time, and Python integers), which is the check that FORMAT.md is complete and right. It reads the frame
-of format 2 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
+time, and Python integers), which is the check that FORMAT.md is complete and right. It reads the frames
+of formats 2 to 5 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
 """
 import numpy as np
 
@@ -165,6 +166,226 @@ GAP_BYTES = [b"", b" ", b"  ", b"\n", b"\n\n", b"\r\n", b"\t"]
 WS = b" \t\n\r\x0b\x0c"
 
 
+# ---- §9 the byte model, with the sizes of §5.4 (the speller of format 5) ----
+
+M64 = (1 << 64) - 1
+
+
+def hash64(x, salt):
+    z = (x + salt) & M64
+    z = (z * 0x9E3779B97F4A7C15) & M64
+    z ^= z >> 29
+    z = (z * 0xBF58476D1CE4E5B9) & M64
+    return z >> 32
+
+
+def _tables():
+    """squash (index t + 2048), stretch, the bit-history machine and the reciprocals of §9.2."""
+    term = total = 1 << 62
+    for k in range(1, 12):
+        if not term:
+            break
+        term //= 256 * k
+        total = total - term if k & 1 else total + term
+    E, e = (total + (1 << 31)) >> 32, 1 << 30
+    sq = [0] * 4096
+    for t in range(2048):
+        q = min(4095, (1 << 42) // ((1 << 30) + e))
+        sq[2048 + t] = q
+        sq[2048 - t] = max(1, 4096 - q)
+        e = (e * E + (1 << 29)) >> 30
+    sq[0] = 1
+    st, t = [0] * 4096, -2048
+    for p in range(4096):
+        while t < 2047 and sq[t + 2048] < p:
+            t += 1
+        st[p] = t
+    n0, n1, nex, ids = [0], [0], [], {(0, 0): 0}
+
+    def disc(n):
+        return n if n <= 1 else 2 if n <= 3 else n // 2 + 1
+    head = 0
+    while head < len(n0):
+        a, b = n0[head], n1[head]
+        row = []
+        for y in (0, 1):
+            na, nb = (min(a + 1, 35), disc(b)) if y == 0 else (disc(a), min(b + 1, 35))
+            if (na, nb) not in ids:
+                ids[(na, nb)] = len(n0)
+                n0.append(na)
+                n1.append(nb)
+            row.append(ids[(na, nb)])
+        nex.append(row)
+        head += 1
+    assert len(n0) == 254
+    rec = [(1 << 17) // (2 * n + 3) for n in range(1024)]
+    return sq, st, n0, n1, nex, rec
+
+
+SQ, ST, N0, N1, NEX, REC = _tables()
+
+
+def asr(x, k):
+    return x >> k          # Python's >> on negative integers is the floor, as asr
+
+
+def squash(t):
+    return SQ[max(-2047, min(2047, t)) + 2048]
+
+
+class ByteModel:
+    """§9.3-§9.5 with the speller's sizes and differences of §5.4 (ring of 2^20, tb 16, match 2^16,
+    nlearn in the rate, x12 from the PPM, initial weights 4,096 and 49,152)."""
+    HB, TB, MB = 20, 16, 16
+
+    def __init__(self):
+        self.slots = {}                    # slot index -> bytearray(16)
+        self.o1, self.o0, self.mt, self.hist = bytearray(65536), bytearray(256), {}, bytearray(1 << self.HB)
+        self.pos = self.nlearn = self.c8 = self.bit = self.word = self.pword = self.line = self.pline = 0
+        self.c0, self.mlen, self.mptr, self.mmiss = 1, 0, 0, 0
+        cnt = [(N0[j], N1[j]) if j < 254 else (0, 0) for j in range(256)]   # 254, 255: never reached
+        self.sm = [[(((2 * b + 1) << 22) // (2 * (a + b) + 2)) << 10 for a, b in cnt] for _ in range(10)]
+        self.sm.append([((3 << 20) if j & 1 else (1 << 20)) << 10 for j in range(256)])
+        self.w1 = [[4096] * 12 + [49152] for _ in range(256)]
+        self.w2 = [[4096] * 12 + [49152] for _ in range(1280)]
+        row = [16 * squash(128 * (i - 16)) for i in range(33)]
+        self.apm_row, self.apm1, self.apm2 = row, [list(row) for _ in range(256)], {}
+        self.h = [0] * 8
+        self.cur = [self.slot(hash64(0, i + 1)) for i in range(8)]
+        self.stale = False
+
+    def slot(self, h):
+        base, chk = (h >> (32 - self.TB)) & ~3, h & 255
+        cand = [self.slots.setdefault(base + j, bytearray(16)) for j in range(4)]
+        for sl in cand:
+            if sl[0] == chk:
+                return sl
+        best = min(range(4), key=lambda j: (N0[cand[j][1]] + N1[cand[j][1]], j))
+        sl = cand[best]
+        sl[:] = bytes(16)
+        sl[0] = chk
+        return sl
+
+    def see(self, c):
+        """Steps 1-4 of §9.3's byte step."""
+        mask = (1 << self.HB) - 1
+        self.hist[self.pos & mask] = c
+        self.pos += 1
+        pos = self.pos
+        self.c8 = ((self.c8 << 8) | c) & M64
+        self.c0, self.bit, self.mmiss = 1, 0, 0
+        if 65 <= c <= 90 or 97 <= c <= 122 or c >= 128:
+            self.word = ((self.word + (c + 32 if 65 <= c <= 90 else c) + 1) * 0x2F0F3A55) & 0xFFFFFFFF
+        elif self.word:
+            self.pword, self.word = self.word, 0
+        if c == 10:
+            self.pline, self.line = self.line, pos
+        if self.mlen > 0:
+            if self.hist[self.mptr & mask] == c and self.mptr + 1 < pos:
+                self.mlen += 1
+                self.mptr += 1
+            else:
+                self.mlen = 0
+        if pos >= 6:
+            hm = hash64(self.c8 & ((1 << 48) - 1), 0x1234567) >> (32 - self.MB)
+            cand = self.mt.get(hm, 0)
+            if self.mlen == 0 and cand > 0:
+                n = 0
+                while (n < 32 and n < cand and pos - cand + n <= mask
+                       and self.hist[(cand - 1 - n) & mask] == self.hist[(pos - 1 - n) & mask]):
+                    n += 1
+                if n >= 6:
+                    self.mlen, self.mptr = n, cand
+            self.mt[hm] = pos
+        self.stale = True
+
+    def contexts(self):
+        """Step 5 of §9.3."""
+        mask, pos, c8 = (1 << self.HB) - 1, self.pos, self.c8
+        col = pos - self.line
+        ap = self.pline + col
+        above = self.hist[ap & mask] if ap < self.line and pos - ap - 1 <= mask else 0
+        c1 = c8 & 255
+        ctx = [c8 & 0xFFFF, c8 & 0xFFFFFF, c8 & 0xFFFFFFFF, c8 & ((1 << 48) - 1),
+               (self.word << 32) | (self.pword ^ ((c1 << 24) if self.word == 0 else 0)),
+               (above << 8) | c1, (c8 >> 8) & 0xFFFF, (self.word << 8) | c1]
+        self.h = [hash64(x, ((i + 1) * 0x3C6EF372) & 0xFFFFFFFF) for i, x in enumerate(ctx)]
+        self.cur = [self.slot(h) for h in self.h]
+        self.stale = False
+
+    def code_byte(self, rd, tree):
+        """Decode one byte (§9.4, §9.5 per bit; x12 from tree, the PPM's sums), then steps 1-4."""
+        if self.stale:
+            self.contexts()
+        for _ in range(8):
+            c0, bit, c1 = self.c0, self.bit, self.c8 & 255
+            node = c0 if bit < 4 else (1 << (bit - 4)) | (c0 & ((1 << (bit - 4)) - 1))
+            sts = [sl[node] for sl in self.cur] + [self.o1[c1 * 256 + c0], self.o0[c0]]
+            x = [ST[self.sm[k][s] >> 20] for k, s in enumerate(sts)]
+            msel, midx = 0, None
+            if self.mlen > 0 and not self.mmiss:
+                b = self.hist[self.mptr & ((1 << self.HB) - 1)]
+                if (b + 256) >> (8 - bit) == c0:
+                    e = (b >> (7 - bit)) & 1
+                    n = self.mlen
+                    lb = n if n < 16 else 16 + min((n - 16) >> 3, 15)
+                    midx = 2 * lb + e
+                    x.append(ST[self.sm[10][midx] >> 20])
+                    msel = 1 if n < 8 else 2 if n < 16 else 3 if n < 32 else 4
+                else:
+                    self.mmiss = 1
+            if midx is None:
+                x.append(0)
+            x.append(256)
+            allw, one = tree[c0], tree[2 * c0 + 1]
+            pe = max(1, min(4095, (4096 * one + allw // 2) // allw)) if allw else 2048
+            x.append(ST[pe])
+            W1, W2 = self.w1[c0], self.w2[256 * msel + c1]
+            t1 = max(-2047, min(2047, asr(sum(w * v for w, v in zip(W1, x)), 16)))
+            t2 = max(-2047, min(2047, asr(sum(w * v for w, v in zip(W2, x)), 16)))
+            t = int((t1 + t2) / 2)
+            pmix = squash(t)
+            u = t + 2048
+            lo, w = u >> 7, u & 127
+            A1 = self.apm1[c0]
+            A2 = self.apm2.setdefault(c1 * 256 + c0, list(self.apm_row))
+            pa = (A1[lo] * (128 - w) + A1[lo + 1] * w) >> 11
+            pb = (A2[lo] * (128 - w) + A2[lo + 1] * w) >> 11
+            p = max(1, min(4095, (pmix + 3 * ((pa + pb) // 2) + 2) >> 2))
+            y = 1 if rd.decode([p, 4096 - p]) == 0 else 0
+            for k, s in enumerate(sts):       # update (§9.5)
+                e = self.sm[k][s]
+                q, n = e >> 10, e & 1023
+                q += asr(((((1 << 22) - 1) if y else 0) - q) * REC[n], 16)
+                self.sm[k][s] = (q << 10) | min(n + 1, 1023)
+                if k < 8:
+                    self.cur[k][node] = NEX[s][y]
+                elif k == 8:
+                    self.o1[c1 * 256 + c0] = NEX[s][y]
+                else:
+                    self.o0[c0] = NEX[s][y]
+            if midx is not None:
+                e = self.sm[10][midx]
+                q, n = e >> 10, e & 1023
+                q += asr(((((1 << 22) - 1) if y else 0) - q) * REC[n], 16)
+                self.sm[10][midx] = (q << 10) | min(n + 1, 1023)
+            lr = 96 + (1 << 20) // ((self.nlearn >> 4) + 4096)
+            for W, tj in ((W1, t1), (W2, t2)):
+                err = (4096 * y - squash(tj)) * lr
+                for k in range(13):
+                    W[k] = max(-(1 << 24), min(1 << 24, W[k] + asr(x[k] * err, 18)))
+            j = lo + (1 if w >= 64 else 0)
+            for A in (A1, A2):
+                A[j] += asr((65535 if y else 0) - A[j], 6)
+            self.c0, self.bit = 2 * c0 + y, bit + 1
+            if self.bit == 4:
+                self.cur = [self.slot(h ^ hash64(self.c0, 0x5BD1E995)) for h in self.h]
+        self.nlearn += 1
+        c = self.c0 & 255
+        self.see(c)
+        return c
+
+
 # ---- §5 speller, cache, literal gaps ----
 
 class Speller:
@@ -175,10 +396,44 @@ class Speller:
                 self.update(piece[:32], 32)
         self.reset()
 
-    def reset(self):
+    def reset(self, byte_model=False):
+        """byte_model: format 5 (§5.4), the escaped bodies are spelled by a ByteModel over the bodies."""
         self.delta = {}  # the primed tables (base) stay as they are; changes since the reset go here
         self.cache, self.counts = [], []
         self.gap = [[1] * 7 for _ in range(7)]
+        self.cm = ByteModel() if byte_model else None
+
+    def see_body(self, body):
+        """A known body or a cache hit, then ' ': seen by the byte model (§5.4)."""
+        if self.cm is not None:
+            for c in body + b" ":
+                self.cm.see(c)
+
+    def _dist(self, body, p):
+        """§5.4: the PPM's weights at position p as a tree of sums over bytes (END counts as ' ')."""
+        hist = [-1] + list(body)
+        excl = {END_SYM} if p == 0 else set()
+        mass, leaf = 1 << 40, [0] * 256
+        for o in range(min(4, p + 1), -1, -1):
+            c = self._get(self._key(hist, o))
+            if c is None:
+                continue
+            live = [y for y in c[0] if y not in excl]
+            if not live:
+                continue
+            q = mass // (sum(2 * c[0][y] - 1 for y in live) + len(live))
+            for y in live:
+                leaf[32 if y == END_SYM else y] += q * (2 * c[0][y] - 1)
+                excl.add(y)
+            mass = q * len(live)
+        r = 257 - len(excl)
+        for y in range(257):
+            if r and y not in excl:
+                leaf[32 if y == END_SYM else y] += mass // r
+        tree = [0] * 256 + leaf
+        for k in range(255, 0, -1):
+            tree[k] = tree[2 * k] + tree[2 * k + 1]
+        return tree
 
     def _get(self, key):
         if self.delta is None:
@@ -240,9 +495,23 @@ class Speller:
             self.counts[i - 1] += 1
             if max(u, 1) + sum(self.counts) > 1 << 28:
                 self.counts = [(c + 1) // 2 for c in self.counts]
+            self.see_body(self.cache[i - 1])
             return self.cache[i - 1]
         body, hist = bytearray(), [-1]
-        for p in range(maxlen):
+        for p in range(maxlen + 1):
+            if self.cm is not None:       # §5.4
+                if p == maxlen:
+                    self.cm.see(32)
+                    break
+                c = self.cm.code_byte(rd, self._dist(body, p))
+                if c == 32 and p >= 1:
+                    break
+                if c in WS:
+                    raise Corrupt("whitespace in a spelled body")
+                body.append(c)
+                continue
+            if p == maxlen:
+                break
             y = self._symbol(rd, hist, p)
             if y == END_SYM:
                 break
@@ -326,15 +595,17 @@ class Reader:
         self.speller = Speller(prime)
         self.reset()
 
-    def reset(self, adapt=None):
-        """The state at a group start (§7.2); adapt: switch between static and dynamic mode."""
+    def reset(self, adapt=None, version=2):
+        """The state at a group start (§7.2); adapt: switch between static and dynamic mode; version: the
+        frame's (from 5 the byte-model speller of §5.4)."""
         if adapt is not None:
             self.adapt = adapt
+        self.version = version
         self.p = {k: v.copy() for k, v in self.p0.items()}
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
         self.seg, self.seg_no = [], 0
         self.last = {"E": {}, "O": {}, "B": {}}
-        self.speller.reset()
+        self.speller.reset(byte_model=self.version >= 5)
         self.gapmix = GapMix()
 
     def _clamp(self, s):
@@ -443,6 +714,8 @@ class Reader:
             zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
             w = a + rd.decode(quant(zw))
             body = b"" if w == 1 else self.speller.unknown(rd) if w == 0 else self.vocab[w]
+            if w >= 2:
+                self.speller.see_body(body)
             kind = 0 if w == 1 else first_kind(body)
             zk = matvec(P["Uc"], self.h) + P["Bc"][w]
             case, coded = 0, False
@@ -486,9 +759,10 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a format-2 frame (§7.1)."""
-    assert frame[:4] == b"\xb1NLM" and frame[4] == 2
-    flags = frame[5]
+    """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 5 (§7.1; from format 3 a
+    CRC32 follows each word-model block, from format 4 each byte-model block too)."""
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 5
+    version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []
     while frame[p] != 0x80:
@@ -496,5 +770,5 @@ def word_blocks(frame):
         size, p = read_varint(frame, p + 1)
         psize, p = read_varint(frame, p)
         blocks.append((bool(t & 4), t & 3, size, bytes(frame[p:p + psize])))
-        p += psize
+        p += psize + (4 if version >= 3 and (t & 3) in (2, 3) else 0)
     return bool(flags & 1), blocks

@@ -84,7 +84,10 @@ struct CmModel {
     const uint64_t* ext;      /* speller: the PPM's byte distribution as a tree of sums ([1] root, [256 + c]
                                  the bytes), or NULL */
     uint16_t* apm1;           /* 256 x APM_N, 16-bit p */
-    uint16_t* apm2;           /* 65536 x APM_N */
+    uint16_t* apm2;           /* 65536 x APM_N; a row is written with its initial values when first used */
+    uint8_t* apm2_set;        /* 65536 bits: the rows of apm2 in use */
+    uint16_t apm_row[APM_N];  /* the initial row */
+    int used;                 /* a byte was seen since the tables were last cleared */
     int a1, a2, aw;           /* APM buckets used (index of the lower one) and the weight of the upper */
     /* tables (integer-computed) */
     int16_t stretch_t[4096];  /* stretch(p) in 1/256 units, p in 12 bits */
@@ -233,10 +236,14 @@ static uint8_t* slot_find(CmModel* m, uint32_t h) {
 
 /* Every adaptive table to its initial content, the history empty. */
 static void cm_clear(CmModel* m) {
-    memset(m->slots, 0, (size_t)16 << m->tbits);
-    memset(m->o1, 0, 65536);
+    if (m->used) { /* fresh tables come zeroed from calloc, untouched (a small run costs little) */
+        memset(m->slots, 0, (size_t)16 << m->tbits);
+        memset(m->o1, 0, 65536);
+        memset(m->mt, 0, (size_t)4 << m->mbits);
+        memset(m->apm2_set, 0, 65536 / 8);
+        m->used = 0;
+    }
     memset(m->o0, 0, sizeof m->o0);
-    memset(m->mt, 0, (size_t)4 << m->mbits);
     m->pos = m->nlearn = 0;
     m->c8 = 0;
     m->bit = m->node = 0;
@@ -248,11 +255,8 @@ static void cm_clear(CmModel* m) {
     const int32_t wi = m->size ? W_INIT : W_SPELL_INIT;
     for (int i = 0; i < 256 * NIN; i++) m->w1[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
     for (int i = 0; i < M2_SETS * NIN; i++) m->w2[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
-    for (int j = 0; j < APM_N; j++) {
-        int p = squash(m, (j - 16) * 128) * 16;
-        for (int c = 0; c < 256; c++) m->apm1[c * APM_N + j] = (uint16_t)p;
-        for (int c = 0; c < 65536; c++) m->apm2[c * APM_N + j] = (uint16_t)p;
-    }
+    for (int j = 0; j < APM_N; j++) m->apm_row[j] = (uint16_t)(squash(m, (j - 16) * 128) * 16);
+    for (int c = 0; c < 256; c++) memcpy(m->apm1 + (size_t)c * APM_N, m->apm_row, sizeof m->apm_row);
     m->c0 = 1;
     m->line = m->pline = 0;
     for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hash64(0, (uint32_t)i + 1));
@@ -265,15 +269,17 @@ static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
     m->tbits = tbits;
     m->mbits = mbits;
     m->hmask = (uint32_t)(((uint64_t)1 << hbits) - 1);
-    m->slots = (uint8_t*)malloc((size_t)16 << m->tbits);
-    m->o1 = (uint8_t*)malloc(65536);
+    m->slots = (uint8_t*)calloc((size_t)1 << m->tbits, 16);
+    m->o1 = (uint8_t*)calloc(65536, 1);
     m->buf = (uint8_t*)malloc((size_t)1 << hbits);
-    m->mt = (uint32_t*)malloc((size_t)4 << m->mbits);
+    m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, 4);
+    m->apm2_set = (uint8_t*)calloc(65536 / 8, 1);
     m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NIN);
     m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NIN);
     m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
     m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
-    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2) goto nomem;
+    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
+        goto nomem;
     build_tables(m);
     cm_clear(m);
     return m;
@@ -304,9 +310,10 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     uint32_t* mt = dst->mt;
     int32_t *w1 = dst->w1, *w2 = dst->w2;
     uint16_t *apm1 = dst->apm1, *apm2 = dst->apm2;
+    uint8_t* apm2_set = dst->apm2_set;
     *dst = *src;
     dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->w1 = w1, dst->w2 = w2;
-    dst->apm1 = apm1, dst->apm2 = apm2;
+    dst->apm1 = apm1, dst->apm2 = apm2, dst->apm2_set = apm2_set;
     memcpy(dst->slots, src->slots, (size_t)16 << src->tbits);
     memcpy(dst->o1, src->o1, 65536);
     memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
@@ -314,7 +321,10 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NIN);
     memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NIN);
     memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
-    memcpy(dst->apm2, src->apm2, sizeof(uint16_t) * 65536 * APM_N);
+    memcpy(dst->apm2_set, src->apm2_set, 65536 / 8);
+    for (int r = 0; r < 65536; r++) /* only the rows in use hold values */
+        if (src->apm2_set[r >> 3] >> (r & 7) & 1)
+            memcpy(dst->apm2 + (size_t)r * APM_N, src->apm2 + (size_t)r * APM_N, sizeof src->apm_row);
     for (int i = 0; i < NH; i++) dst->cp[i] = dst->slots + (src->cp[i] - src->slots);
     dst->wsel1 = dst->w1 + (src->wsel1 ? src->wsel1 - src->w1 : 0);
     dst->wsel2 = dst->w2 + (src->wsel2 ? src->wsel2 - src->w2 : 0);
@@ -331,6 +341,7 @@ void cm_free(CmModel* m) {
     free(m->w2);
     free(m->apm1);
     free(m->apm2);
+    free(m->apm2_set);
     free(m);
 }
 
@@ -342,7 +353,7 @@ int cm_size_class(uint64_t run_size) {
 
 size_t cm_memory(const CmModel* m) {
     return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)4 << m->mbits)
-           + sizeof(int32_t) * (256 + M2_SETS) * NIN + sizeof(uint16_t) * (256 + 65536) * APM_N;
+           + sizeof(int32_t) * (256 + M2_SETS) * NIN + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
 }
 
 /* Node of the current bit inside its nibble slot: 1, 2-3, 4-7, 8-15. */
@@ -421,7 +432,12 @@ static int cm_predict(CmModel* m) {
     int lo = u >> 7, w = u & 127;
     m->aw = w;
     m->a1 = (int)m->c0 * APM_N + lo;
-    m->a2 = (int)(((m->c8 & 0xFF) << 8) | m->c0) * APM_N + lo;
+    int row = (int)(((m->c8 & 0xFF) << 8) | m->c0);
+    if (!(m->apm2_set[row >> 3] >> (row & 7) & 1)) {
+        memcpy(m->apm2 + (size_t)row * APM_N, m->apm_row, sizeof m->apm_row);
+        m->apm2_set[row >> 3] |= (uint8_t)(1u << (row & 7));
+    }
+    m->a2 = row * APM_N + lo;
     int pa = apm_p(m->apm1, m->a1, w), pb = apm_p(m->apm2, m->a2, w);
     int p = (m->pmix + 3 * ((pa + pb) >> 1) + 2) >> 2;
     if (p < 1) p = 1;
@@ -469,6 +485,7 @@ static inline int is_letter(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' 
 /* A byte c joins the history: the last bytes, word, line and match model (no table is touched). */
 static void cm_hist(CmModel* m, int c) {
     const uint32_t mask = m->hmask;
+    m->used = 1;
     uint32_t pos = m->pos;
     m->buf[pos & mask] = (uint8_t)c;
     m->pos = ++pos;
@@ -549,6 +566,7 @@ static void cm_byte(CmModel* m, int c) {
 
 /* The 8 binary decisions of one byte through rc (or, rc NULL, predicted and learned only). */
 static int cm_bits(CmModel* m, Rc* rc, int* cp, uint16_t* pcoded) {
+    m->used = 1; /* the tables change from the first bit on, even if coding fails */
     int c = rc && rc->decoding ? 0 : *cp;
     for (int b = 7; b >= 0; b--) {
         int p = cm_predict(m);

@@ -78,6 +78,7 @@ typedef struct {
     PSym* pool;
     uint32_t pcap, pused;
     uint32_t gap[7][7]; /* [previous: 0..5 byte, 6 start][symbol: 0..5 byte, 6 END] */
+    uint32_t o0[NSYM];  /* the order-0 context's counts by symbol (0: absent), a dense copy for sp_dist */
 } PState;
 
 typedef struct {
@@ -143,6 +144,7 @@ static int pstate_copy(PState* d, const PState* s) {
     d->cused = s->cused;
     d->pused = s->pused;
     memcpy(d->gap, s->gap, sizeof d->gap);
+    memcpy(d->o0, s->o0, sizeof d->o0);
     return 0;
 }
 
@@ -257,11 +259,14 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc, int32_t idx, int32
     }
     p->pool[idx].cnt += inc;
     c->total += inc;
+    const int order0 = c->key == 1; /* key + 1 of the order-0 context (key 0) */
+    if (order0) p->o0[sym] = p->pool[idx].cnt;
     if (c->total > SPELL_LIMIT) {
         uint32_t tot = 0;
         for (int32_t t = c->head; t >= 0; t = p->pool[t].next) {
             p->pool[t].cnt = (p->pool[t].cnt + 1) / 2;
             tot += p->pool[t].cnt;
+            if (order0) p->o0[p->pool[t].sym] = p->pool[t].cnt;
         }
         c->total = tot;
     }
@@ -356,8 +361,8 @@ static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, 
 
 /* The speller's distribution of the symbol at position pos of b (what sp_code_sym would code with), as a
  * tree of sums over bytes for the byte model (§5.4): END is the byte ' ' that ends a body there.  Mass in
- * units of 2^-40, integers only: at each order, from the highest, a non-excluded symbol y gets
- * mass * f_y / F and the mass becomes mass * d / F; order -1 shares what is left equally. */
+ * units of 2^-40, integers only: at each order, from the highest, q = mass / F, a non-excluded symbol y
+ * gets q * f_y and the mass becomes q * d; order -1 shares what is left equally. */
 static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     const PState* p = &s->cur;
     uint8_t excl[NSYM];
@@ -367,21 +372,32 @@ static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     if (pos == 0) excl[END] = 1;
     uint64_t mass = (uint64_t)1 << 40;
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
-    for (int o = maxo; o >= 0; o--) {
+    for (int o = maxo; o >= 1; o--) {
         const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
         if (!c) continue;
         uint64_t tot = 0, d = 0;
         for (int32_t e = c->head; e >= 0; e = p->pool[e].next)
             if (!excl[p->pool[e].sym]) tot += 2 * (uint64_t)p->pool[e].cnt - 1, d++;
         if (d == 0) continue;
-        uint64_t F = tot + d;
+        const uint64_t q = mass / (tot + d); /* one division per order */
         for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
             int y = p->pool[e].sym;
             if (excl[y]) continue;
-            leaf[y == END ? ' ' : y] += mass * (2 * (uint64_t)p->pool[e].cnt - 1) / F;
+            leaf[y == END ? ' ' : y] += q * (2 * (uint64_t)p->pool[e].cnt - 1);
             excl[y] = 1;
         }
-        mass = mass * d / F;
+        mass = q * d;
+    }
+    { /* order 0 from its dense copy (the same counts as its list: no list walk over every symbol) */
+        uint64_t tot = 0, d = 0;
+        for (int y = 0; y < NSYM; y++)
+            if (p->o0[y] && !excl[y]) tot += 2 * (uint64_t)p->o0[y] - 1, d++;
+        if (d) {
+            const uint64_t q = mass / (tot + d);
+            for (int y = 0; y < NSYM; y++)
+                if (p->o0[y] && !excl[y]) leaf[y == END ? ' ' : y] += q * (2 * (uint64_t)p->o0[y] - 1), excl[y] = 1;
+            mass = q * d;
+        }
     }
     int left = 0;
     for (int y = 0; y < NSYM; y++) left += !excl[y];
@@ -573,7 +589,7 @@ void speller_reset(Speller* s) {
     pstate_copy(&s->cur, s->primed);
     gap_init(&s->cur);
     cache_clear(&s->cache);
-    if (s->cm) cm_reset(s->cm);
+    if (s->kind == SPELLER_CM) cm_reset(s->cm);
 }
 
 int speller_set_kind(Speller* s, int kind) {
@@ -584,7 +600,6 @@ int speller_set_kind(Speller* s, int kind) {
     }
     s->learn_all = kind == SPELLER_CM_ALL;
     s->kind = kind == SPELLER_PPM ? SPELLER_PPM : SPELLER_CM;
-    speller_reset(s);
     return 0;
 }
 

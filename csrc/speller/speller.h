@@ -35,7 +35,7 @@ int speller_save(Speller* s);
 int speller_restore(Speller* s);
 
 /* Which model spells escaped bodies: the primed order-4 PPM (§5.2, frame formats 1-4) or the byte model
- * over the token stream (§5.4, format 5).  A new speller is SPELLER_PPM.  Setting a kind resets. */
+ * over the token stream (§5.4, format 5).  A new speller is SPELLER_PPM.  Set a kind, then reset. */
 #define SPELLER_PPM 0
 #define SPELLER_CM 1
 #define SPELLER_CM_ALL 2 /* measurement only, in no format: the byte model learns from every body (§5.4) */
