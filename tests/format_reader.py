@@ -414,13 +414,7 @@ class Speller:
         hist = [-1] + list(body)
         excl = {END_SYM} if p == 0 else set()
         mass, leaf = 1 << 40, [0] * 256
-        for o in range(min(4, p + 1), -1, -1):
-            c = self._get(self._key(hist, o))
-            if c is None:
-                continue
-            live = [y for y in c[0] if y not in excl]
-            if not live:
-                continue
+        for c, live in self._levels(hist, p, excl):
             q = mass // (sum(2 * c[0][y] - 1 for y in live) + len(live))
             for y in live:
                 leaf[32 if y == END_SYM else y] += q * (2 * c[0][y] - 1)
@@ -469,15 +463,18 @@ class Speller:
                     c[1] = sum(c[0].values())
             hist.append(y)
 
-    def _symbol(self, rd, hist, p):
-        excl = {END_SYM} if p == 0 else set()
+    def _levels(self, hist, p, excl):
+        """(context, its non-excluded symbols) from order min(4, p + 1) down to 0, skipping a missing
+        context and one whose symbols are all excluded; excl is read as the caller leaves it."""
         for o in range(min(4, p + 1), -1, -1):
             c = self._get(self._key(hist, o))
-            if c is None:
-                continue
-            live = [y for y in c[0] if y not in excl]
-            if not live:
-                continue
+            live = [y for y in c[0] if y not in excl] if c is not None else []
+            if live:
+                yield c, live
+
+    def _symbol(self, rd, hist, p):
+        excl = {END_SYM} if p == 0 else set()
+        for c, live in self._levels(hist, p, excl):
             freqs = [0] * 258
             for y in live:
                 freqs[y] = 2 * c[0][y] - 1
