@@ -4,11 +4,15 @@
     git worktree add /tmp/nlm-before dc1dd9b && (cd /tmp/nlm-before && pip wheel --no-deps -w /tmp/w . \\
         && cd /tmp/w && unzip -o *.whl 'nlmcodec/*.so' -d /tmp/nlm-before/python)
     python benchmarks/english_speed.py --before /tmp/nlm-before/python [--runs 3] [--out benchmarks/english_speed.md]
+    python benchmarks/english_speed.py --before /tmp/nlm-before/python --ab plrabn12.txt --mode static --runs 7
 
 Each measurement runs in a fresh interpreter of the build under test (PYTHONPATH), one thread, CPU time of
 nlmcodec.compress / decompress alone (the model loaded before the clock starts), median of --runs; the two
 builds alternate file by file, so both see the same machine load; xz -9e is timed in the same run.  The 13
 Canterbury / Calgary English files (dickens, 10 MB, is left out for time).
+
+--ab FILE: one file, one mode, a persistent interpreter per build (the model loaded once), the two builds
+alternating run by run, --runs times: the steadier figure for one file on a noisy machine.
 """
 from __future__ import annotations
 
@@ -45,17 +49,55 @@ def measure(pythonpath: str, path: pathlib.Path) -> dict:
     return json.loads(r.stdout)
 
 
+LOOP = r"""
+import sys, time, nlmcodec
+data = open(sys.argv[1], 'rb').read(); m = nlmcodec.load_model('default'); adapt = sys.argv[2] == 'dynamic'
+nlmcodec.compress(data, model=m, adapt=adapt)
+for _ in sys.stdin:
+    t = time.process_time(); f = nlmcodec.compress(data, model=m, adapt=adapt); c = time.process_time() - t
+    t = time.process_time(); assert nlmcodec.decompress(f, model=m) == data; d = time.process_time() - t
+    print(c, d, flush=True)
+"""
+
+
+def ab(builds: dict, path: pathlib.Path, mode: str, runs: int) -> str:
+    """--ab: persistent interpreters, alternating run by run; the medians and the change."""
+    procs = {k: subprocess.Popen([sys.executable, "-c", LOOP, str(path), mode], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=v))
+             for k, v in builds.items()}
+    res = {k: [] for k in procs}
+    for _ in range(runs):
+        for k, p in procs.items():
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            res[k].append([float(x) for x in p.stdout.readline().split()])
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    n = path.stat().st_size
+    med = {k: [statistics.median(r[i] for r in v) for i in (0, 1)] for k, v in res.items()}
+    (cb, db), (ca, da) = med["before"], med["after"]
+    return (f"{path.name} {mode}, {runs} alternating runs: compress {n / 1000 / cb:.1f} -> {n / 1000 / ca:.1f} KB/s "
+            f"({100 * (cb / ca - 1):+.1f}%), decompress {n / 1000 / db:.1f} -> {n / 1000 / da:.1f} KB/s "
+            f"({100 * (db / da - 1):+.1f}%)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="the python/ folder of the earlier build")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--ab", default=None, metavar="FILE", help="one file, persistent interpreters (see above)")
+    ap.add_argument("--mode", default="static", choices=("static", "dynamic"))
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "python"))
     from nlmcodec._bench import require_corpus_dir
 
     corpus = pathlib.Path(require_corpus_dir()) / "bench"
     after = str(ROOT / "python")
+    if a.ab:
+        print(ab({"before": a.before, "after": after}, next(corpus.glob(f"*/{a.ab}")), a.mode, a.runs))
+        return
     rows = ["| file | bytes | mode | KB/s compress before → after | change | KB/s decompress before → after | "
             "change | bytes before → after | xz -9e KB/s |", "|---|---:|---|---|---:|---|---:|---|---:|"]
     tot = {m: [0.0, 0.0, 0.0, 0.0] for m in ("static", "dynamic")}   # c before, c after, d before, d after
