@@ -313,6 +313,12 @@ class ByteModel:
         self.cur = [self.slot(h) for h in self.h]
         self.stale = False
 
+    def _sm_update(self, k, j, y):
+        """§9.5 step 1: entry = q * 1024 + n; q moves toward the bit at rate rec(n)."""
+        q, n = self.sm[k][j] >> 10, self.sm[k][j] & 1023
+        q += asr((((1 << 22) - 1 if y else 0) - q) * REC[n], 16)
+        self.sm[k][j] = (q << 10) | min(n + 1, 1023)
+
     def code_byte(self, rd, tree):
         """Decode one byte (§9.4, §9.5 per bit; x12 from tree, the PPM's sums), then steps 1-4."""
         if self.stale:
@@ -354,10 +360,7 @@ class ByteModel:
             p = max(1, min(4095, (pmix + 3 * ((pa + pb) // 2) + 2) >> 2))
             y = 1 if rd.decode([p, 4096 - p]) == 0 else 0
             for k, s in enumerate(sts):       # update (§9.5)
-                e = self.sm[k][s]
-                q, n = e >> 10, e & 1023
-                q += asr(((((1 << 22) - 1) if y else 0) - q) * REC[n], 16)
-                self.sm[k][s] = (q << 10) | min(n + 1, 1023)
+                self._sm_update(k, s, y)
                 if k < 8:
                     self.cur[k][node] = NEX[s][y]
                 elif k == 8:
@@ -365,10 +368,7 @@ class ByteModel:
                 else:
                     self.o0[c0] = NEX[s][y]
             if midx is not None:
-                e = self.sm[10][midx]
-                q, n = e >> 10, e & 1023
-                q += asr(((((1 << 22) - 1) if y else 0) - q) * REC[n], 16)
-                self.sm[10][midx] = (q << 10) | min(n + 1, 1023)
+                self._sm_update(10, midx, y)
             lr = 96 + (1 << 20) // ((self.nlearn >> 4) + 4096)
             for W, tj in ((W1, t1), (W2, t2)):
                 err = (4096 * y - squash(tj)) * lr

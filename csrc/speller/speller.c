@@ -371,33 +371,28 @@ static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     memset(tree, 0, 512 * sizeof *tree);
     if (pos == 0) excl[END] = 1;
     uint64_t mass = (uint64_t)1 << 40;
+    uint16_t sym[NSYM];
+    uint32_t cnt[NSYM];
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
-    for (int o = maxo; o >= 1; o--) {
-        const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
-        if (!c) continue;
-        uint64_t tot = 0, d = 0;
-        for (int32_t e = c->head; e >= 0; e = p->pool[e].next)
-            if (!excl[p->pool[e].sym]) tot += 2 * (uint64_t)p->pool[e].cnt - 1, d++;
-        if (d == 0) continue;
-        const uint64_t q = mass / (tot + d); /* one division per order */
-        for (int32_t e = c->head; e >= 0; e = p->pool[e].next) {
-            int y = p->pool[e].sym;
-            if (excl[y]) continue;
-            leaf[y == END ? ' ' : y] += q * (2 * (uint64_t)p->pool[e].cnt - 1);
-            excl[y] = 1;
-        }
-        mass = q * d;
-    }
-    { /* order 0 from its dense copy (the same counts as its list: no list walk over every symbol) */
-        uint64_t tot = 0, d = 0;
-        for (int y = 0; y < NSYM; y++)
-            if (p->o0[y] && !excl[y]) tot += 2 * (uint64_t)p->o0[y] - 1, d++;
-        if (d) {
-            const uint64_t q = mass / (tot + d);
+    for (int o = maxo; o >= 0; o--) {
+        int d = 0; /* the level's non-excluded symbols: its list walked once; order 0 from its dense copy */
+        if (o > 0) {
+            const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+            for (int32_t e = c ? c->head : -1; e >= 0; e = p->pool[e].next)
+                if (!excl[p->pool[e].sym]) sym[d] = p->pool[e].sym, cnt[d++] = p->pool[e].cnt;
+        } else {
             for (int y = 0; y < NSYM; y++)
-                if (p->o0[y] && !excl[y]) leaf[y == END ? ' ' : y] += q * (2 * (uint64_t)p->o0[y] - 1), excl[y] = 1;
-            mass = q * d;
+                if (p->o0[y] && !excl[y]) sym[d] = (uint16_t)y, cnt[d++] = p->o0[y];
         }
+        if (d == 0) continue;
+        uint64_t tot = (uint64_t)d;
+        for (int k = 0; k < d; k++) tot += 2 * (uint64_t)cnt[k] - 1;
+        const uint64_t q = mass / tot; /* one division per order */
+        for (int k = 0; k < d; k++) {
+            leaf[sym[k] == END ? ' ' : sym[k]] += q * (2 * (uint64_t)cnt[k] - 1);
+            excl[sym[k]] = 1;
+        }
+        mass = q * (uint64_t)d;
     }
     int left = 0;
     for (int y = 0; y < NSYM; y++) left += !excl[y];
@@ -622,18 +617,27 @@ int speller_restore(Speller* s) {
     return err;
 }
 
-/* One of the six whitespace bytes (never in a body). */
-static int is_ws(int b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'; }
+/* Index of a whitespace byte in §5.3's order, or -1 (bodies never hold whitespace). */
+static int ws_index(uint8_t b) {
+    switch (b) {
+    case ' ': return 0;
+    case '\t': return 1;
+    case '\n': return 2;
+    case '\r': return 3;
+    case '\v': return 4;
+    case '\f': return 5;
+    }
+    return -1;
+}
 
 /* The token stream the byte-model speller sees (§5.4): every body as sent, each followed by one ' '. */
+static void cm_pass(Speller* s, int c) {
+    if (s->learn_all) cm_learn(s->cm, c); else cm_see(s->cm, c);
+}
+
 static void cm_feed(Speller* s, const uint8_t* b, int n) {
-    if (s->learn_all) {
-        for (int i = 0; i < n; i++) cm_learn(s->cm, b[i]);
-        cm_learn(s->cm, ' ');
-    } else {
-        for (int i = 0; i < n; i++) cm_see(s->cm, b[i]);
-        cm_see(s->cm, ' ');
-    }
+    for (int i = 0; i < n; i++) cm_pass(s, b[i]);
+    cm_pass(s, ' ');
 }
 
 void speller_see_body(Speller* s, const uint8_t* b, int n) {
@@ -655,16 +659,16 @@ static int cm_spell(Speller* s, Rc* rc, uint8_t* b, int* len, int maxlen, double
     int pos, err;
     for (pos = 0; pos <= maxlen; pos++) {
         if (pos == maxlen) { /* implied end */
-            if (s->learn_all) cm_learn(s->cm, ' '); else cm_see(s->cm, ' ');
+            cm_pass(s, ' ');
             break;
         }
         int c = rc->decoding ? 0 : (pos < n ? b[pos] : ' ');
-        if (!rc->decoding && pos < n && is_ws(c)) return NLM_ERR_STATE;
+        if (!rc->decoding && pos < n && ws_index((uint8_t)c) >= 0) return NLM_ERR_STATE;
         sp_dist(s, b, pos, tree);
         if ((err = cm_code_byte(s->cm, rc, &c, bits ? p : NULL, tree))) return err;
         if (bits) bits[0] += bit_cost(p, 8);
         if (c == ' ' && pos > 0) break;
-        if (is_ws(c)) return NLM_ERR_CORRUPT;
+        if (ws_index((uint8_t)c) >= 0) return NLM_ERR_CORRUPT;
         b[pos] = (uint8_t)c;
     }
     if (rc->decoding) *len = pos;
@@ -706,17 +710,6 @@ int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen,
     return cache_append(c, buf, *len);
 }
 
-static int ws_index(uint8_t b) {
-    switch (b) {
-    case ' ': return 0;
-    case '\t': return 1;
-    case '\n': return 2;
-    case '\r': return 3;
-    case '\v': return 4;
-    case '\f': return 5;
-    }
-    return -1;
-}
 
 static const uint8_t WS_BYTES[6] = {' ', '\t', '\n', '\r', '\v', '\f'};
 
