@@ -41,6 +41,7 @@ size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 int nlm_codec_reset(NlmCodec* c);
 int nlm_codec_set_speller(NlmCodec* c, int kind);
+int nlm_codec_set_match(NlmCodec* c, int on);
 int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);
@@ -53,7 +54,7 @@ typedef struct {
     uint32_t off, len;
     int32_t word;
     uint8_t kind, ccase, gap, flags;
-    double bits[7];
+    double bits[8];
     int32_t top_id[3];
     float top_p[3];
 } NlmTraceRec;

@@ -1,8 +1,11 @@
 """Where the bits go: per benchmark file and mode, the share of the word model's output spent on words,
-unknown words (cache hits vs spelled), case and gaps, the unknown-token rate, and which block kinds
-the frame chose (word model, byte model, lzma, stored).  The unknown-word share (the <unk> symbol, the
-cache and the spelling) is given with the format-5 speller (the byte model, codec/FORMAT.md §5.4) and, as
-"PPM", with the format-4 one (the PPM alone, §5.2), from the same build: the file as one word-model block.
+unknown words (cache hits vs spelled), case, gaps and the token match flags, the unknown-token rate, and
+which block kinds the frame chose (word model, byte model, lzma, stored).  The file is coded as one group
+of 64 KiB word-model blocks twice, from the same build: with the token match flag (format 6,
+codec/FORMAT.md §3.4) and without it (format 5).  The match expert's columns: the tokens it predicted, how
+many of them it got right, the bits of its flags, the bits the network would have spent on the tokens it got
+right, and the payload bytes it saved in all (format 5 minus format 6, exclusions and the gap context
+included).
 
 Usage: python benchmarks/bits_report.py [--model default] [--files english|all|NAME...] [--out FILE.md]
 The figures are exact (bits from the quantised frequencies the coder used, via nlm_codec_stats).
@@ -13,29 +16,32 @@ import sys
 
 import nlmcodec
 from nlmcodec import _bench
-from nlmcodec._core import SPELLER_PPM, Codec
+from nlmcodec._core import Codec
+from nlmcodec._encode import BLOCK_SIZE, _pieces
 
 CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "cache"),
-        ("spell_bits", "spelled"), ("case_bits", "case"), ("gap_bits", "gaps")]
+        ("spell_bits", "spelled"), ("case_bits", "case"), ("gap_bits", "gaps"), ("match_bits", "match flags")]
 
 
 UNK = ("unk_bits", "cache_bits", "spell_bits")
 
 
-def analyse(data, model, adapt):
+def code(data, model, adapt, match):
     codec = Codec(model, adapt)
-    codec.reset(SPELLER_PPM)
-    ppm_len = len(codec.encode_block(data))
-    ppm = codec.stats()
-    codec.reset()
-    payload = codec.encode_block(data)
-    st = codec.stats()
-    st["ppm_len"], st["ppm_unk"] = ppm_len, sum(ppm[k] for k in UNK) / (sum(ppm[k] for k, _ in CATS) or 1.0)
+    codec.reset(match=match)
+    n = sum(len(codec.encode_block(data[pos:pos + k])) for pos, k in _pieces(data, BLOCK_SIZE))
+    return n, codec.stats()
+
+
+def analyse(data, model, adapt):
+    off_len, off = code(data, model, adapt, False)
+    plen, st = code(data, model, adapt, True)
+    st["off_len"], st["off_unk"] = off_len, sum(off[k] for k in UNK) / (sum(off[k] for k, _ in CATS) or 1.0)
     frame = nlmcodec.compress(data, model=model, adapt=adapt)
     kinds = {}
     for b in nlmcodec.get_frame_info(frame).blocks:
         kinds[b.kind] = kinds.get(b.kind, 0) + b.size
-    return st, len(payload), len(frame), kinds
+    return st, plen, len(frame), kinds
 
 
 def main(argv=None):
@@ -45,10 +51,11 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     model = nlmcodec.load_model(a.model)
-    rows = ["| file | mode | bytes | word-model bpb (PPM) | word-model bpb | frame bpb | blocks | unk rate | "
-            "cache hits / spelled | unknown-word share (PPM) | unknown-word share | "
+    rows = ["| file | mode | bytes | word-model bpb (format 5) | word-model bpb | frame bpb | blocks | unk rate | "
+            "cache hits / spelled | unknown-word share (format 5) | unknown-word share | "
+            "match: predicted / right | match: network bits of the right ones | match: bytes saved | "
             + " | ".join(n for _, n in CATS) + " |",
-            "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
     for name in _bench.expand_files(a.files):
         label, data = _bench.read_file(name)
         if not data:
@@ -58,10 +65,12 @@ def main(argv=None):
             tot = sum(st[k] for k, _ in CATS) or 1.0
             blocks = ", ".join(f"{k} {100 * v / len(data):.0f}%" for k, v in sorted(kinds.items()))
             row = (f"| {label} | {'dynamic' if adapt else 'static'} | {len(data)} | "
-                   f"{8 * st['ppm_len'] / len(data):.4f} | {8 * plen / len(data):.4f} | "
+                   f"{8 * st['off_len'] / len(data):.4f} | {8 * plen / len(data):.4f} | "
                    f"{8 * flen / len(data):.3f} | {blocks} | {100 * st['unk_tokens'] / max(st['tokens'], 1):.1f}% | "
-                   f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | {100 * st['ppm_unk']:.2f}% | "
+                   f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | {100 * st['off_unk']:.2f}% | "
                    f"{100 * sum(st[k] for k in UNK) / tot:.2f}% | "
+                   f"{st['match_preds']:.0f} / {st['match_hits']:.0f} | {st['match_net_cost']:.0f} | "
+                   f"{st['off_len'] - plen} ({100 * (plen / st['off_len'] - 1):+.2f}%) | "
                    + " | ".join(f"{100 * st[k] / tot:.1f}%" for k, _ in CATS) + " |")
             rows.append(row)
             print(row, flush=True)

@@ -131,6 +131,9 @@ int nlm_codec_reset(NlmCodec* c);
 #define NLM_SPELLER_CM 1
 #define NLM_SPELLER_CM_ALL 2 /* in no format: the byte model also learns from every known word (measured, §5.4) */
 int nlm_codec_set_speller(NlmCodec* c, int kind);
+/* The token match flag (codec/FORMAT.md §3.4): on (frame format 6, the default of a new context) or off
+ * (formats 1-5).  Resets the context. */
+int nlm_codec_set_match(NlmCodec* c, int on);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
@@ -153,7 +156,7 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
  * each coded symbol; computed for reporting only, never fed back into coding).  out[NLM_STAT_*]. */
 #define NLM_STAT_TOKENS 0
 #define NLM_STAT_WORD_BITS 1      /* class + word stages of in-vocabulary tokens and <end> */
-#define NLM_STAT_UNK_TOKENS 2
+#define NLM_STAT_UNK_TOKENS 2     /* <unk> tokens (a match hit included) */
 #define NLM_STAT_UNK_BITS 3       /* class + word stages of <unk> tokens */
 #define NLM_STAT_CACHE_HITS 4
 #define NLM_STAT_CACHE_BITS 5     /* cache symbol (hit or escape) */
@@ -161,7 +164,11 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_SPELL_BITS 7     /* speller */
 #define NLM_STAT_CASE_BITS 8
 #define NLM_STAT_GAP_BITS 9       /* gap symbol + literal runs */
-#define NLM_STAT_COUNT 10
+#define NLM_STAT_MATCH_PREDS 10   /* tokens the match model predicted (a flag was coded) */
+#define NLM_STAT_MATCH_HITS 11    /* ... and the prediction was the token */
+#define NLM_STAT_MATCH_BITS 12    /* the match flags */
+#define NLM_STAT_MATCH_NET_COST 13 /* what the network's class + word stages would have cost the hits */
+#define NLM_STAT_COUNT 14
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----
@@ -178,10 +185,12 @@ int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 #define NLM_PART_SPELL 4 /* character speller */
 #define NLM_PART_CASE 5  /* case symbol */
 #define NLM_PART_GAP 6   /* gap symbol + literal run */
-#define NLM_NPART 7
+#define NLM_PART_MATCH 7 /* the token match flag (format 6) */
+#define NLM_NPART 8
 #define NLM_TRACE_TOPK 3
 #define NLM_TRACE_CACHE_HIT 1 /* flags: the <unk> body came from the spelling cache */
 #define NLM_TRACE_CASE_CODED 2 /* flags: a case symbol was coded */
+#define NLM_TRACE_MATCH_HIT 4  /* flags: the token was the match model's prediction (no class/word stage) */
 typedef struct {
     uint32_t off, len;  /* the token's bytes in the block: src[off, off+len) = gap then body */
     int32_t word;       /* word id coded: 0 <unk>, 1 <end>, else in-vocabulary */
@@ -191,7 +200,8 @@ typedef struct {
     uint8_t flags;      /* NLM_TRACE_* */
     double bits[NLM_NPART]; /* bits of each part, NLM_PART_* */
     /* The model's best guesses, restricted to the class actually coded: the NLM_TRACE_TOPK most probable
-     * words of that class, p = p(class) * p(word | class) from the quantised frequencies; id -1 = none. */
+     * words of that class, p = p(class) * p(word | class) from the quantised frequencies; id -1 = none
+     * (also on a match hit, which codes no class). */
     int32_t top_id[NLM_TRACE_TOPK];
     float top_p[NLM_TRACE_TOPK];
 } NlmTraceRec;

@@ -1,10 +1,10 @@
 """A second reader of word-model block payloads, written from codec/FORMAT.md §1–§6 (and, for format 5's
-speller, §5.4 with the byte model of §9) alone.
+speller, §5.4 with the byte model of §9; for format 6's token match flag, §3.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
 time, and Python integers), which is the check that FORMAT.md is complete and right. It reads the frames
-of formats 2 to 5 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
+of formats 2 to 6 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
 """
 import numpy as np
 
@@ -386,6 +386,81 @@ class ByteModel:
         return c
 
 
+# ---- §3.4 token match flag (format 6) ----
+
+class TokenMatch:
+    """§3.4: the group's token history, context table, unknown bodies and the flag's APM."""
+    HBITS, DICT, LMAX, RATE, ORDERS, NO_ID = 18, 32768, 64, 4, (4, 2, 1), 0xFFFFFFFF
+
+    def __init__(self, V):
+        self.V, self.hist, self.gaps, self.tab, self.ptr, self.len = V, [0], [0], {}, 0, 0
+        self.bodies, self.index = [], {}
+        row = [16 * squash(min(2047, 128 * (j - 16))) for j in range(33)]
+        self.apm = [list(row) for _ in range(40)]
+
+    def prediction(self):
+        """(pw, body) or None; body is None for a vocabulary id."""
+        if not self.ptr or self.hist[self.ptr] == self.NO_ID:
+            return None
+        x = self.hist[self.ptr]
+        return (x, None) if x < self.V else (0, self.bodies[x - self.V])
+
+    def flag(self, rd, q, unk):
+        """Decode the flag (steps 3-5 of step 0) with the network's q (12 bits)."""
+        L = self.len
+        b = L if L < 16 else 16 + min(3, L.bit_length() - 1 - 4)
+        r = 2 * b + (1 if unk else 0)
+        u = ST[q] + 2048
+        lo, phi = u >> 7, u & 127
+        A = self.apm[r]
+        p = max(1, min(4095, (A[lo] * (128 - phi) + A[lo + 1] * phi) >> 11))
+        h = 1 if rd.decode([p, 4096 - p]) == 0 else 0
+        k = lo + (1 if phi >= 64 else 0)
+        A[k] += asr(65535 * h - A[k], self.RATE)
+        return h
+
+    def _id(self, w, body):
+        if w >= 1:
+            return w
+        if body in self.index:
+            return self.V + self.index[body]
+        if len(self.bodies) >= self.DICT:
+            return self.NO_ID
+        self.index[body] = len(self.bodies)
+        self.bodies.append(body)
+        return self.V + self.index[body]
+
+    def push(self, w, body, gap):
+        if len(self.hist) >= (1 << 24):       # n + 1 >= 2^24
+            return
+        x = int(self._id(int(w), body))
+        if self.ptr and self.hist[self.ptr] == x != self.NO_ID:
+            self.ptr, self.len = self.ptr + 1, min(self.len + 1, 65535)
+        else:
+            self.ptr, self.len = 0, 0
+        self.hist.append(x)
+        self.gaps.append(int(gap))
+        n, H = len(self.hist) - 1, self.hist
+        for k in self.ORDERS:
+            if n < k:
+                continue
+            s = (k * 0x9E3779B1) & 0xFFFFFFFF
+            for y in H[n - k + 1:n + 1]:
+                s ^= y
+                s = (s * 0x85EBCA77) & 0xFFFFFFFF
+                s ^= s >> 15
+            i = s >> (32 - self.HBITS)
+            if not self.ptr:
+                cand = self.tab.get(i, 0)
+                if k < cand <= n:
+                    L = 0
+                    while L < self.LMAX and cand - 1 - L >= 1 and H[cand - 1 - L] == H[n - L] != self.NO_ID:
+                        L += 1
+                    if L >= k:
+                        self.ptr, self.len = cand, L
+            self.tab[i] = n + 1
+
+
 # ---- §5 speller, cache, literal gaps ----
 
 class Speller:
@@ -541,12 +616,12 @@ class GapMix:
     def __init__(self):
         self.col, self.cnt, self.tot = 0, {}, {}
 
-    def freqs(self, f, blen):
+    def freqs(self, f, blen, m=8):
         F = sum(f)
         a = min(self.col + 1 + blen, 127)
         t = max(range(8), key=lambda i: (f[i], -i))
         q = 1 if f[t] >= F - F // 16 else 0
-        ctx = (a * 8 + t) * 2 + q
+        ctx = ((a * 8 + t) * 2 + q) * 9 + m
         cnt, tot = self.cnt.get(ctx, [0] * 8), self.tot.get(ctx, 0)
         return ctx, [((24 * ((fi << 16) // F) + (ci << 16)) // (24 + tot)) + 1 for fi, ci in zip(f, cnt)]
 
@@ -578,6 +653,8 @@ class Reader:
             self.p0[name] = flat[o:o + n].reshape(s).copy()
             o += n
         self.cs, self.vocab, self.adapt, self.seg_len = list(class_start), vocab, adapt, cfg["seg_len"]
+        self.cls_of = [c for c in range(C) for _ in range(self.cs[c + 1] - self.cs[c])]   # id -> class
+        self.V = V
         lr, decay, eps = f32(cfg["lr"]), f32(cfg["decay"]), f32(cfg["eps"])
         self.decay, self.lim = decay, lr * f32(16)
         self.step = {}
@@ -604,6 +681,7 @@ class Reader:
         self.last = {"E": {}, "O": {}, "B": {}}
         self.speller.reset(byte_model=self.version >= 5)
         self.gapmix = GapMix()
+        self.match = TokenMatch(self.V) if self.version >= 6 else None
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -706,13 +784,41 @@ class Reader:
         rd, out, P = RangeDecoder(payload), bytearray(), self.p
         while True:
             zc = matvec(P["Wc"], self.h) + P["bc"]
-            c = rd.decode(quant(zc))
-            a, b = self.cs[c], self.cs[c + 1]
-            zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
-            w = a + rd.decode(quant(zw))
-            body = b"" if w == 1 else self.speller.unknown(rd) if w == 0 else self.vocab[w]
-            if w >= 2:
+            fc = quant(zc)
+            pred = self.match.prediction() if self.match is not None else None
+            hit, fw = 0, None
+            if pred is not None:                      # step 0 (§3.4)
+                pw, pbody = pred
+                cs = self.cls_of[pw]
+                a, b = self.cs[cs], self.cs[cs + 1]
+                zp = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
+                g = quant(zp)
+                Fc, Fp, js = sum(fc), sum(g), pw - a
+                q = max(1, min(4095, (fc[cs] * g[js]) // max(1, (Fc * Fp) >> 12)))
+                hit = self.match.flag(rd, q, pw == 0)
+                if hit:
+                    w, c, zw = pw, cs, zp
+                else:
+                    if pw != 0:                       # exclusion
+                        fc[cs] -= (fc[cs] * g[js]) // Fp
+                        g[js] = 0
+                    fw = (cs, g, zp)
+            if not hit:
+                c = rd.decode(fc)
+                a, b = self.cs[c], self.cs[c + 1]
+                if fw is not None and fw[0] == c:
+                    zw = fw[2]
+                    w = a + rd.decode(fw[1])
+                else:
+                    zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
+                    w = a + rd.decode(quant(zw))
+            if hit and w == 0:
+                body = pbody
                 self.speller.see_body(body)
+            else:
+                body = b"" if w == 1 else self.speller.unknown(rd) if w == 0 else self.vocab[w]
+                if w >= 2:
+                    self.speller.see_body(body)
             kind = 0 if w == 1 else first_kind(body)
             zk = matvec(P["Uc"], self.h) + P["Bc"][w]
             case, coded = 0, False
@@ -722,10 +828,13 @@ class Reader:
                 else:
                     case, coded = rd.decode(quant(zk[:3])), True
             zg = matvec(P["Ug"], self.h) + P["Bg"][w]
-            ctx, gf = self.gapmix.freqs(quant(zg), len(body))
+            mg = self.match.gaps[self.match.ptr] if hit else 8
+            ctx, gf = self.gapmix.freqs(quant(zg), len(body), mg)
             gap = rd.decode(gf)
             gap_bytes = self.speller.literal_gap(rd) if gap == 7 else GAP_BYTES[gap]
             self.gapmix.update(ctx, gap, gap_bytes, len(body))
+            if self.match is not None:
+                self.match.push(w, body, gap)
             out += gap_bytes + recase(body, case)
             if len(out) > size:
                 raise Corrupt("block too long")
@@ -758,7 +867,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 5 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 5
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 6
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

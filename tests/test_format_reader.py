@@ -1,8 +1,10 @@
 """codec/FORMAT.md §1–§6 are complete: tests/format_reader.py, a second reader written from that text
 alone (numpy float32 and Python integers, no code shared with csrc/), decodes every word-model block of
-the format-2 and format-5 golden vectors made with the tiny and the default model, static and dynamic, to
-the vectors' bytes (the context carried across blocks, an lzma block between them, and across segments;
-in format 5 the unknown words spelled by the byte model of §9 as §5.4 says)."""
+the format-2, format-5 and format-6 golden vectors made with the tiny and the default model, static and
+dynamic, to the vectors' bytes (the context carried across blocks, an lzma block between them, and across
+segments; from format 5 the unknown words spelled by the byte model of §9 as §5.4 says; in format 6 the
+token match flag of §3.4 in front of every token).  Format 5's fallback vectors are left out: format 6's
+cover the same path with the flag added, and each costs minutes of pure-Python decoding."""
 import json
 import pathlib
 
@@ -17,11 +19,12 @@ MANIFEST = json.loads((VECTORS / "MANIFEST.json").read_text())
 
 def has_word_blocks(name):
     frame = (VECTORS / f"{name}.nlm").read_bytes()
-    return frame[4] in (2, 5) and any(kind == 2 for _, kind, _, _ in word_blocks(frame)[1])
+    return frame[4] in (2, 5, 6) and any(kind == 2 for _, kind, _, _ in word_blocks(frame)[1])
 
 
 NAMES = sorted(n for n, v in MANIFEST.items() if v.get("model") in ("tiny", "default")
-               and (VECTORS / f"{n}.nlm").exists() and has_word_blocks(n))
+               and (VECTORS / f"{n}.nlm").exists() and has_word_blocks(n)
+               and not (n.startswith("v5-") and "fallback" in n))
 # The fallback vectors (three word-model blocks of up to 64 KiB around an lzma block) are slow: 15 s (tiny,
 # static) to 118 s (default, dynamic) of wall time each, 91 s of CPU for the four, on the shared 2-core machine.
 SLOW = {n for n in NAMES if "fallback" in n}
@@ -41,6 +44,7 @@ def test_there_are_vectors_of_both_modes_and_models():
     for model in ("tiny", "default"):
         for mode in ("static", "dynamic"):
             assert any(f"-{model}-{mode}" in n for n in NAMES), (model, mode, NAMES)
+            assert any(n.startswith("v6-") and f"-{model}-{mode}" in n for n in NAMES), (model, mode)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES])

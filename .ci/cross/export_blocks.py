@@ -7,9 +7,9 @@ tests/c/vector_driver.c replays them on any machine: decodes each payload and re
 comparing bytes with these, which were written on x86-64.
 
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
-  blocks.bin = "NLMVBLK2" u32 nvectors, then per vector:
+  blocks.bin = "NLMVBLK3" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
-    NLM_SPELLER_* of the frame's format) | u8 1 = block, u32 size, u32 payload length, payload, size
+    NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag of format 6) | u8 1 = block, u32 size, u32 payload length, payload, size
     decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
@@ -42,10 +42,10 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None):
+    def reset(self, speller=None, match=True):
         speller = _core.SPELLER_CM if speller is None else speller
-        Recorder.log.append(("reset", speller))
-        return super().reset(speller)
+        Recorder.log.append(("reset", speller, int(bool(match))))
+        return super().reset(speller, match)
 
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
@@ -70,7 +70,8 @@ def record(frame):
     models = {(n[1].model_id, n[2]) for n in news}
     assert len(models) == 1, "one model and mode per vector"
     if ops[0][0] != "reset":
-        ops.insert(0, ("reset", _frame.speller_of(nlmcodec.get_frame_info(frame).version)))
+        v = nlmcodec.get_frame_info(frame).version
+        ops.insert(0, ("reset", _frame.speller_of(v), int(_frame.match_of(v))))
     return (news[0][1], news[0][2], ops), out
 
 
@@ -104,7 +105,7 @@ def main(argv=None):
         body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
         for op in ops:
             if op[0] == "reset":
-                body.append(struct.pack("<BB", 0, op[1]))
+                body.append(struct.pack("<BBB", 0, op[1], op[2]))
             else:
                 _, payload, data = op
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
@@ -122,7 +123,7 @@ def main(argv=None):
             left_out.append(f"{'='.join(names)} (work {work:.2g})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
-            (args.outdir / fname).write_bytes(b"NLMVBLK2" + struct.pack("<I", len(rs)) + b"".join(rs))
+            (args.outdir / fname).write_bytes(b"NLMVBLK3" + struct.pack("<I", len(rs)) + b"".join(rs))
     nvec = sum(len(n) for n, _ in unique.values())
     print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
           f"bytes to {args.outdir}")

@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 5 are named v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format 6 are named v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
@@ -73,11 +73,30 @@ def spelled_input():
     return bytes(out)
 
 
+def repeats_input():
+    """alice29.txt prose (bytes 16000-22000), then the same text again with every 7th sentence changed, a
+    table whose rows repeat with new numbers and a name the vocabulary lacks (format 6: the token match
+    flag, §3.4, hits, misses and predicts unknown bodies).  None without the corpus."""
+    a = _alice_full()
+    if a is None:
+        return None
+    r = random.Random(6)
+    text = a[16000:22000]
+    out = bytearray(text)
+    for i, sentence in enumerate(text.split(b". ")):
+        out += (b"Quorraxin said nothing at all" if i % 7 == 3 else sentence) + b". "
+    for i in range(40):
+        out += b"| Quorraxin | row %d | %d.%02d | MacTavishe-Olu |\n" % (i, r.randrange(100), r.randrange(100))
+    return bytes(out)
+
+
 def inputs():
     d = {"empty": b"", "one_byte": b"a", "short_english": ENGLISH, "mixed": MIXED, "binary": BINARY}
     a = _alice()
     if _frame.FORMAT_VERSION >= 5 and a is not None:
         d["spelled"] = spelled_input()
+    if _frame.FORMAT_VERSION >= 6 and a is not None:
+        d["repeats"] = repeats_input()
     if a is not None:
         d["alice_4k"] = a
     return d

@@ -110,23 +110,29 @@ static uint64_t exp_step_q30(void) {
     return (sum + (1ull << 31)) >> 32; /* Q30 */
 }
 
-static void build_tables(CmModel* m) {
+/* The logistic tables shared with the token match model (codec/tokmatch.c): squash_t[t + 2048] for t in
+ * [-2048, 2047] and stretch_t[p] for 12-bit p (codec/FORMAT.md §9.2). */
+void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t) {
     /* squash(t) = 4096 / (1 + e^(-t/256)) for t >= 0 from powers of e^(-1/256); symmetric below 0. */
     uint64_t e1 = exp_step_q30(), e = 1ull << 30; /* e = e^(-t/256) in Q30 */
     for (int t = 0; t < 2048; t++) {
         uint64_t p = ((uint64_t)4096 << 30) / ((1ull << 30) + e); /* 2048..4095 */
         if (p > 4095) p = 4095;
-        m->squash_t[2048 + t] = (int16_t)p;
-        m->squash_t[2048 - t] = (int16_t)(4096 - p < 1 ? 1 : 4096 - p);
+        squash_t[2048 + t] = (int16_t)p;
+        squash_t[2048 - t] = (int16_t)(4096 - p < 1 ? 1 : 4096 - p);
         e = (e * e1 + (1ull << 29)) >> 30;
     }
-    m->squash_t[0] = 1;
+    squash_t[0] = 1;
     /* stretch(p) = the t whose squash is nearest above p: the inverse of squash, monotone. */
     int t = -2048;
     for (int p = 0; p < 4096; p++) {
-        while (t < 2047 && m->squash_t[t + 2048] < p) t++;
-        m->stretch_t[p] = (int16_t)t;
+        while (t < 2047 && squash_t[t + 2048] < p) t++;
+        stretch_t[p] = (int16_t)t;
     }
+}
+
+static void build_tables(CmModel* m) {
+    cm_logistic_tables(m->squash_t, m->stretch_t);
     /* Bit-history machine: states are count pairs (n0, n1), numbered in breadth-first order from (0, 0).
      * After bit y the count of y grows (capped at CNT_MAX) and the other is discounted: 0, 1 stay; 2, 3
      * become 2; n > 3 becomes n / 2 + 1. */

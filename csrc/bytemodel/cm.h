@@ -50,6 +50,10 @@ int cm_code_byte(CmModel* m, Rc* rc, int* c, uint16_t* p, const uint64_t* ext);
 void cm_learn(CmModel* m, int c);
 void cm_see(CmModel* m, int c);
 
+/* The integer logistic tables (FORMAT.md §9.2): squash_t[4096] indexed by t + 2048, stretch_t[4096] by a
+ * 12-bit p.  Also used by the token match model (codec/tokmatch.c). */
+void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t);
+
 /* Code n bytes: encoder (rc->decoding == 0) reads buf[0..n), decoder writes it.  Returns 0 or a
  * negative NLM_ERR_*; NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
 int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n);

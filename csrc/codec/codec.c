@@ -24,6 +24,7 @@
 #include "model/elman.h"    /* Elman, elman_* */
 #include "nlm.h"
 #include "speller/speller.h" /* Speller, speller_* */
+#include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
 
 #define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
 #define MAX_GAP_RUN 65535
@@ -55,6 +56,9 @@ struct NlmCodec {
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
+    int match_on;         /* nlm_codec_set_match: the token match flag of FORMAT.md §3.4 (format 6) */
+    TokMatch* match;
+    uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
     NlmLexToken* toks;
     size_t toks_cap;
     int trace_on;         /* nlm_codec_trace */
@@ -86,12 +90,26 @@ static int body_kind(const uint8_t* b, int n) {
     return t[0].kind;
 }
 
+/* Code one symbol over frequencies f[0..n) of total F (0 frequencies allowed: those symbols cannot occur). */
+static int code_freqs(NlmCodec* c, const uint32_t* f, int n, uint32_t F, int* sym, double* stat) {
+    if (F == 0) return NLM_ERR_CORRUPT;
+    int r = rc_code_freqs(&c->rc, f, n, F, sym);
+    if (r < 0) return r;
+    if (*sym < 0 || *sym >= n || f[*sym] == 0) return NLM_ERR_CORRUPT;
+    if (stat) *stat += bits_of(f, *sym, F);
+    return NLM_OK;
+}
+
 static int code_symbol(NlmCodec* c, const float* z, int n, int* sym, double* stat) {
     uint32_t F = quant_freqs(c->freq, z, n);
-    int r = rc_code_freqs(&c->rc, c->freq, n, F, sym);
+    return code_freqs(c, c->freq, n, F, sym, stat);
+}
+
+/* One binary decision with P(bit = 1) = p1 / 2^12 (coder/rc.h). */
+static int code_bit(NlmCodec* c, int* bit, int p1, double* stat) {
+    int r = c->rc.decoding ? rc_dec_bit(&c->rc.dec, (uint32_t)p1, bit) : rc_enc_bit(&c->rc.enc, *bit, (uint32_t)p1);
     if (r < 0) return r;
-    if (*sym < 0 || *sym >= n) return NLM_ERR_CORRUPT;
-    if (stat) *stat += bits_of(c->freq, *sym, F);
+    if (stat) *stat += log2(4096.0 / (double)(*bit ? p1 : 4096 - p1));
     return NLM_OK;
 }
 
@@ -135,48 +153,100 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     int r, cls, j, n;
     double pc = 0; /* trace: p(class) of the coded class */
 
-    /* 1. class */
-    const float* zc = elman_class_logits(c->model);
-    cls = dec ? 0 : elman_class_of(c->model, t->w);
-    double cbits = 0;
-    if ((r = code_symbol(c, zc, c->cfg.C, &cls, &cbits)) < 0) return r;
-    const double class_bits = cbits;
-    if (tr) pc = exp2(-class_bits);
-    /* 2. word within the class */
-    const float* zw = elman_word_logits(c->model, cls, &n);
-    j = dec ? 0 : t->w - c->class_start[cls];
-    if ((r = code_symbol(c, zw, n, &j, &cbits)) < 0) return r;
-    t->w = c->class_start[cls] + j;
-    if (tr) trace_topk(tr, c->freq, n, pc, c->class_start[cls]); /* c->freq still holds the word stage */
+    /* 0. the match flag (format 6, FORMAT.md §3.4): is the token the one the match model predicts?  The
+     * network's probability of the predicted token, q, is the APM's input; on a miss the predicted token
+     * is excluded from the class and word stages. */
+    int32_t pw = -1;
+    const uint8_t* pbody = NULL;
+    int pblen = 0, pcls = -1, pj = -1, hit = 0;
+    const int predicted = c->match_on && tokmatch_predict(c->match, &pw, &pbody, &pblen);
+    uint32_t Fc = quant_freqs(c->freq, elman_class_logits(c->model), c->cfg.C), Fp = 0;
+    if (predicted) {
+        int pn;
+        pcls = elman_class_of(c->model, pw);
+        const float* zp = elman_word_logits(c->model, pcls, &pn); /* sets pn */
+        Fp = quant_freqs(c->freq2, zp, pn);
+        pj = pw - c->class_start[pcls];
+        uint64_t num = (uint64_t)c->freq[pcls] * c->freq2[pj], den = ((uint64_t)Fc * Fp) >> 12;
+        uint64_t q = num / (den ? den : 1);
+        int p1 = tokmatch_p(c->match, q < 1 ? 1 : q > 4095 ? 4095 : (int)q);
+        if (!dec) hit = t->w == pw && (pw != 0 || (t->blen == pblen && !memcmp(t->body, pbody, (size_t)pblen)));
+        double fb = 0;
+        if ((r = code_bit(c, &hit, p1, &fb)) < 0) return r;
+        tokmatch_learn_flag(c->match, hit);
+        st[NLM_STAT_MATCH_PREDS] += 1, st[NLM_STAT_MATCH_BITS] += fb;
+        if (tr) tr->bits[NLM_PART_MATCH] = fb;
+        if (hit) {
+            t->w = pw;
+            if (pw == 0) memcpy(t->body, pbody, (size_t)pblen), t->blen = pblen;
+            st[NLM_STAT_MATCH_HITS] += 1;
+            st[NLM_STAT_MATCH_NET_COST] += log2((double)Fc * (double)Fp / (double)num);
+            if (tr) {
+                tr->flags |= NLM_TRACE_MATCH_HIT, tr->word = pw;
+                for (int k = 0; k < NLM_TRACE_TOPK; k++) tr->top_id[k] = -1;
+            }
+        } else if (pw != 0) {
+            /* exclusion: the class loses the predicted word's share, the word its frequency */
+            uint32_t cut = (uint32_t)(((uint64_t)c->freq[pcls] * c->freq2[pj]) / Fp);
+            c->freq[pcls] -= cut, Fc -= cut;
+            Fp -= c->freq2[pj], c->freq2[pj] = 0;
+        }
+    }
     st[NLM_STAT_TOKENS] += 1;
-    if (t->w == 0) st[NLM_STAT_UNK_TOKENS] += 1, st[NLM_STAT_UNK_BITS] += cbits;
-    else st[NLM_STAT_WORD_BITS] += cbits;
-    if (tr) {
-        tr->word = t->w;
-        if (t->w == 0) tr->bits[NLM_PART_UNK] = cbits;
-        else tr->bits[NLM_PART_CLASS] = class_bits, tr->bits[NLM_PART_WORD] = cbits - class_bits;
+
+    if (!hit) {
+        /* 1. class */
+        cls = dec ? 0 : elman_class_of(c->model, t->w);
+        double cbits = 0;
+        if ((r = code_freqs(c, c->freq, c->cfg.C, Fc, &cls, &cbits)) < 0) return r;
+        const double class_bits = cbits;
+        if (tr) pc = exp2(-class_bits);
+        /* 2. word within the class (over the predicted class's frequencies, already made, on a miss) */
+        const uint32_t* f = c->freq2;
+        uint32_t F = Fp;
+        if (cls != pcls) {
+            f = c->freq;
+            const float* zw = elman_word_logits(c->model, cls, &n); /* sets n */
+            F = quant_freqs(c->freq, zw, n);
+        } else {
+            n = c->class_start[cls + 1] - c->class_start[cls];
+        }
+        j = dec ? 0 : t->w - c->class_start[cls];
+        if ((r = code_freqs(c, f, n, F, &j, &cbits)) < 0) return r;
+        t->w = c->class_start[cls] + j;
+        if (tr) trace_topk(tr, f, n, pc, c->class_start[cls]);
+        if (t->w == 0) st[NLM_STAT_UNK_BITS] += cbits;
+        else st[NLM_STAT_WORD_BITS] += cbits;
+        if (tr) {
+            tr->word = t->w;
+            if (t->w == 0) tr->bits[NLM_PART_UNK] = cbits;
+            else tr->bits[NLM_PART_CLASS] = class_bits, tr->bits[NLM_PART_WORD] = cbits - class_bits;
+        }
     }
 
     /* 3. body */
-    if (t->w == 0) {
-        int hit = 0;
+    if (t->w == 0) st[NLM_STAT_UNK_TOKENS] += 1; /* every <unk>, whether the flag or the class stage coded it */
+    if (t->w == 0 && !hit) {
+        int chit = 0;
         double b2[2] = {0, 0};
-        if ((r = speller_code_unknown(c->speller, &c->rc, t->body, &t->blen, MAX_BODY, &hit, b2)) < 0) return r;
+        if ((r = speller_code_unknown(c->speller, &c->rc, t->body, &t->blen, MAX_BODY, &chit, b2)) < 0) return r;
         if (t->blen < 1 || t->blen > MAX_BODY) return NLM_ERR_CORRUPT;
-        st[NLM_STAT_CACHE_HITS] += hit;
-        st[NLM_STAT_SPELLED] += !hit;
+        st[NLM_STAT_CACHE_HITS] += chit;
+        st[NLM_STAT_SPELLED] += !chit;
         st[NLM_STAT_CACHE_BITS] += b2[0];
         st[NLM_STAT_SPELL_BITS] += b2[1];
         if (tr) {
             tr->bits[NLM_PART_CACHE] = b2[0], tr->bits[NLM_PART_SPELL] = b2[1];
-            if (hit) tr->flags |= NLM_TRACE_CACHE_HIT;
+            if (chit) tr->flags |= NLM_TRACE_CACHE_HIT;
         }
-    } else {
+    } else if (t->w != 0) {
         if (dec) {
             t->blen = t->w == 1 ? 0 : c->vocab->blen[t->w];
             memcpy(t->body, c->vocab->body[t->w], (size_t)t->blen);
         }
         if (t->w != 1) speller_see_body(c->speller, t->body, t->blen);
+    } else {
+        speller_see_body(c->speller, t->body, t->blen); /* an unknown body the match predicted */
     }
 
     /* 4. case: words only; a body with an ASCII capital is verbatim and its case is implied */
@@ -202,7 +272,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t gf[NLM_NGAP];
         int gctx;
         uint32_t F = quant_freqs(c->freq, elman_gap_logits(c->model, t->w), NLM_NGAP);
-        uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, &gctx);
+        uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, hit ? tokmatch_gap(c->match) : NLM_NGAP, &gctx);
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
         double gbits = bits_of(gf, t->gap, G);
@@ -227,7 +297,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
                 tr->gap = (uint8_t)t->gap;
     }
 
-    /* 6. advance; 7. dynamic update at the end of a segment */
+    /* 6. advance (the match model, then the network); 7. dynamic update at the end of a segment */
+    if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
     elman_advance(c->model, t->w, t->ccase, t->gap, case_coded);
     if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
         elman_end_segment(c->model);
@@ -324,6 +395,9 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if (!(c->model = elman_new(model->weights, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->speller = speller_new_shared(model->primed))) { e = NLM_ERR_NOMEM; goto fail; }
     if ((e = speller_set_kind(c->speller, SPELLER_CM)) < 0) goto fail;
+    if (!(c->freq2 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->match = tokmatch_new(model->cfg.V))) { e = NLM_ERR_NOMEM; goto fail; }
+    c->match_on = 1;
     return c;
 fail:
     if (c) nlm_codec_free(c);
@@ -332,15 +406,19 @@ fail:
 }
 
 size_t nlm_codec_memory(const NlmCodec* c) {
-    return c ? sizeof *c + elman_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 : 0;
+    return c ? sizeof *c + elman_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
+                   (size_t)c->shared->maxclass * 4 + tokmatch_memory(c->match)
+             : 0;
 }
 
 void nlm_codec_free(NlmCodec* c) {
     if (!c) return;
     if (c->model) elman_free(c->model);
     if (c->speller) speller_free(c->speller);
+    tokmatch_free(c->match);
     rc_enc_free(&c->rc.enc);
     free(c->freq);
+    free(c->freq2);
     free(c->toks);
     free(c->trace);
     free(c);
@@ -351,9 +429,16 @@ int nlm_codec_reset(NlmCodec* c) {
     elman_reset(c->model);
     speller_reset(c->speller);
     gapmix_reset(&c->gapmix);
+    tokmatch_reset(c->match);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
+}
+
+int nlm_codec_set_match(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->match_on = on ? 1 : 0;
+    return nlm_codec_reset(c);
 }
 
 int nlm_codec_set_speller(NlmCodec* c, int kind) {
@@ -371,6 +456,7 @@ int nlm_codec_save(NlmCodec* c) {
     int r;
     if ((r = elman_save(c->model)) < 0) return r;
     if ((r = speller_save(c->speller)) < 0) return r;
+    if ((r = tokmatch_save(c->match)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
     c->gapmix_saved = c->gapmix;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
@@ -382,6 +468,7 @@ int nlm_codec_restore(NlmCodec* c) {
     int r;
     if ((r = elman_restore(c->model)) < 0) return r;
     if ((r = speller_restore(c->speller)) < 0) return r;
+    if ((r = tokmatch_restore(c->match)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
     c->gapmix = c->gapmix_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);

@@ -13,7 +13,7 @@
 #include "nlm.h" /* NLM_NGAP */
 
 #define GAPMIX_COLS 128                          /* column buckets: min(column, 127) */
-#define GAPMIX_CTX (GAPMIX_COLS * NLM_NGAP * 2)  /* x top symbol x confident */
+#define GAPMIX_CTX (GAPMIX_COLS * NLM_NGAP * 2 * (NLM_NGAP + 1))  /* x top symbol x confident x match gap */
 
 typedef struct {
     uint32_t col;                               /* bytes since the last '\n' of the block's output */
@@ -23,8 +23,9 @@ typedef struct {
 
 void gapmix_reset(GapMix* g);
 /* Blend the network's frequencies f (total F) for a body of blen bytes into g_out; returns the total and
- * the context index in *ctx (pass it to gapmix_update). */
-uint32_t gapmix_freqs(const GapMix* g, uint32_t* g_out, const uint32_t* f, uint32_t F, int blen, int* ctx);
+ * the context index in *ctx (pass it to gapmix_update).  mg: the match context, 0..7 (the gap after the
+ * predicted token's earlier occurrence, on a match hit; format 6) or 8 (none). */
+uint32_t gapmix_freqs(const GapMix* g, uint32_t* g_out, const uint32_t* f, uint32_t F, int blen, int mg, int* ctx);
 /* Count the coded symbol, then advance the column over the token's gap and body bytes. */
 void gapmix_update(GapMix* g, int ctx, int sym, const uint8_t* gap, int glen, int blen);
 

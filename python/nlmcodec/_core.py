@@ -18,10 +18,10 @@ def _dtypes():
                       ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
     assert token.itemsize == native.TOKEN_SIZE
     # One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
-    # case, gap symbol, flags (1 cache hit, 2 case coded), bits[7] in TRACE_PARTS order, top-3 word ids of the
+    # case, gap symbol, flags (1 cache hit, 2 case coded, 4 match hit), bits[8] in TRACE_PARTS order, top-3 word ids of the
     # coded class with p = p(class) * p(word | class) (id -1 = none).
     trace = np.dtype([("off", "=u4"), ("len", "=u4"), ("word", "=i4"), ("kind", "u1"), ("case", "u1"),
-                      ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (7,)), ("top_id", "=i4", (3,)),
+                      ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (8,)), ("top_id", "=i4", (3,)),
                       ("top_p", "=f4", (3,))])
     assert trace.itemsize == native.TRACE_SIZE
     return {"TOKEN_DTYPE": token, "TRACE_DTYPE": trace}
@@ -34,11 +34,12 @@ def __getattr__(name):          # TOKEN_DTYPE / TRACE_DTYPE on first use (PEP 56
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap")
+TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap", "match")
 
 KIND_END, KIND_WORD, KIND_NUMBER, KIND_SYMBOL = 0, 1, 2, 3
 STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "cache_bits",
-              "spelled", "spell_bits", "case_bits", "gap_bits")
+              "spelled", "spell_bits", "case_bits", "gap_bits", "match_preds", "match_hits", "match_bits",
+              "match_net_cost")
 
 
 def lex_tokens(data):
@@ -84,10 +85,12 @@ class Codec:
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
-    def reset(self, speller=None):
-        """Back to the start of a group.  speller: SPELLER_CM (the default, frame format 5) or SPELLER_PPM
-        (formats 1-4), the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5)."""
+    def reset(self, speller=None, match=True):
+        """Back to the start of a group.  speller: SPELLER_CM (the default, frame formats 5 and later) or
+        SPELLER_PPM (formats 1-4), the model that spells the bodies the spelling cache escapes
+        (codec/FORMAT.md §5); match: the token match flag (§3.4; formats 6 and later)."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
+        check(self._c.set_match(int(bool(match))))
 
     def save(self):
         check(self._c.save())

@@ -12,8 +12,9 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
   block (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d, so its
   state is what the decoder will have.
-* The first time a block is above BYTE_TRY_RATIO x lzma preset 1, the byte model starts coding the whole
-  group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
+* The first time a block is above BYTE_TRY_RATIO x lzma preset 1, or when a fresh byte model codes the
+  group's first word-model block in less than TRACK_RATIO x the word model's payload (an estimate, thrown
+  away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
   bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
   the group is plain: news, reports and papers pay the word model on their first 128 KiB only.
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
@@ -47,6 +48,7 @@ STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
+TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
 PROBE_SIZE = 16 * 1024
@@ -147,6 +149,13 @@ class _ByteParts:
         return self.advance(len(self.raw)).parts
 
 
+def _byte_estimate(block) -> int:
+    """Payload bytes of a fresh byte model over block alone (an estimate: the model starts cold)."""
+    from ._core import ByteCoder
+
+    return len(ByteCoder().encode_block(block, len(block)))
+
+
 def _byte_parts(raw):
     return _ByteParts(raw).finish()
 
@@ -209,6 +218,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             payload = _try_model(codec, block)
             if payload is not None:
                 best = k
+                if track is None and wbytes == 0 and _byte_estimate(block) < TRACK_RATIO * len(payload):
+                    track = _ByteParts(raw)
                 if len(payload) > BYTE_TRY_RATIO * len(F.lzma_compress(block, 1)):
                     best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
                     if track is None:

@@ -96,8 +96,8 @@ class _TracingCodec:
         self.calls = {}
         self._last = None
 
-    def reset(self, speller=None):
-        self._c.reset(speller)
+    def reset(self, speller=None, match=True):
+        self._c.reset(speller, match)
 
     def save(self):
         self._c.save()

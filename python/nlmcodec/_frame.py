@@ -1,7 +1,7 @@
 """The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
 header / block header / trailer serialisers and parsers of formats 5, 4, 3 and 2 (one layout; format 3 adds
 the block check and tighter limits, format 4 the byte-model block, format 5 the byte-model speller inside
-word-model blocks: speller_of), the format-1 header parser (read only), frame inspection
+word-model blocks: speller_of, match_of), the format-1 header parser (read only), frame inspection
 (get_frame_info, list_frames) and the output bound (declared_size).  Policy lives elsewhere: what the encoder
 chooses is _encode.py, how a decoder walks a frame is _decode.py.
 
@@ -38,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 5               # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5)  # what this build reads
+FORMAT_VERSION = 6                  # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5, 6)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -60,6 +60,14 @@ SPELLER_FROM = 5              # word-model blocks spell with the byte model from
 def speller_of(version: int) -> int:
     """The speller of a frame version's word-model blocks: _core.SPELLER_CM or SPELLER_PPM (nlm.h)."""
     return 1 if version >= SPELLER_FROM else 0
+
+
+MATCH_FROM = 6                # word-model blocks code the token match flag from this version (FORMAT.md §3.4)
+
+
+def match_of(version: int) -> bool:
+    """Whether a frame version's word-model blocks code the token match flag (Codec.reset's match)."""
+    return version >= MATCH_FROM
 
 
 TYPE_KIND_MASK = 0x03

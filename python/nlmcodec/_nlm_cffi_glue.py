@@ -83,6 +83,9 @@ class Codec:
     def set_speller(self, kind):
         return lib.nlm_codec_set_speller(self.c, kind)
 
+    def set_match(self, on):
+        return lib.nlm_codec_set_match(self.c, on)
+
     def save(self):
         return lib.nlm_codec_save(self.c)
 

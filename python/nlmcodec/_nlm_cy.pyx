@@ -31,6 +31,7 @@ cdef extern from "nlm.h" nogil:
     void nlm_codec_free(NlmCodec* c)
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
+    int nlm_codec_set_match(NlmCodec* c, int on)
     int nlm_codec_save(NlmCodec* c)
     int nlm_codec_restore(NlmCodec* c)
     int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n)
@@ -151,6 +152,9 @@ cdef class Codec:
 
     def set_speller(self, int kind):
         return nlm_codec_set_speller(self.c, kind)
+
+    def set_match(self, int on):
+        return nlm_codec_set_match(self.c, on)
 
     def save(self):
         cdef int r

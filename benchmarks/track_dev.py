@@ -1,0 +1,59 @@
+"""The encoder's TRACK_RATIO (python/nlmcodec/_encode.py), chosen on dev/ only: on the first 64 KiB block of a
+group, a cold byte model's payload over the word model's, against the byte model's whole-text size over the
+word model's (below 1: the byte model wins the group, so the encoder must code it alongside).
+
+The texts: per source of dev/*.jsonl.xz (gutenberg, python-peps, python-docs), its documents in order up to
+4 x PIECE bytes, cut into pieces of PIECE bytes, each one group (default model), static and dynamic.
+
+    python benchmarks/track_dev.py [--piece 300000] [--out benchmarks/track_dev.md]
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import nlmcodec  # noqa: E402
+from nlmcodec._core import Codec  # noqa: E402
+from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _byte_estimate, _coded_size, _pieces  # noqa: E402
+from speller_dev import dev_set  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--piece", type=int, default=300_000)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    model = nlmcodec.load_model("default")
+    rows = [f"Command: `python benchmarks/track_dev.py --piece {a.piece}`; default model.", "",
+            "| text | mode | first block: byte estimate / word | whole: byte / word |", "|---|---|---|---|"]
+    gaps = []
+    for src, text in dev_set(4 * a.piece).items():
+        for j in range(0, len(text), a.piece):
+            piece = text[j:j + a.piece]
+            first = piece[:BLOCK_SIZE]
+            est = _byte_estimate(first)
+            whole_b = _coded_size(_ByteParts(piece).finish())
+            for adapt in (False, True):
+                c = Codec(model, adapt)
+                c.reset()
+                sizes = [len(c.encode_block(piece[p:p + k])) for p, k in _pieces(piece, BLOCK_SIZE)]
+                rows.append(f"| {src} {j // a.piece} | {'dynamic' if adapt else 'static'} | "
+                            f"{est / sizes[0]:.3f} | {whole_b / sum(sizes):.3f} |")
+                gaps.append(est / sizes[0] - whole_b / sum(sizes))
+                print(rows[-1], flush=True)
+    gaps.sort()
+    rows += ["", f"The cold start's cost (first-block ratio minus whole-text ratio): median {gaps[len(gaps) // 2]:.3f}, "
+             f"range {gaps[0]:.3f} to {gaps[-1]:.3f}.  A group the byte model wins (whole ratio below 1) has a "
+             "first-block ratio below about 1 + that median: TRACK_RATIO = 1.2."]
+    text = "\n".join(rows) + "\n"
+    print(rows[-1])
+    if a.out:
+        pathlib.Path(a.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
