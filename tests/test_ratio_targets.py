@@ -6,7 +6,9 @@ benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9
 * static mode is at most 0.8 x xz -9e on each literary file;
 * in either mode no file under bench/ or ood/ comes out larger than xz -9e plus 64 bytes;
 * (issue 9, the byte model) in either mode each file the word model cannot help is smaller than PPMd order 16
-  and at most 0.85 x xz -9e.
+  and at most 0.85 x xz -9e;
+* (issue 10, the token match flag) news dynamic at most 2.09 bits per byte, and dynamic mode below
+  paq8px -8 on the files ANCHORS.md measured it on.
 """
 import json
 
@@ -68,3 +70,24 @@ def test_below_ppmd_and_085_xz(name, adapt):
     n = size(name, adapt)
     assert n < ANCHORS[name]["ppmd-o16"], (n, ANCHORS[name]["ppmd-o16"])
     assert n <= 0.85 * ANCHORS[name]["xz-9e"], (n, ANCHORS[name]["xz-9e"])
+
+
+# (issue 10, the token match flag) the targets it meets, exact sizes, dynamic mode; the others (book2 1.65,
+# paper1 1.95, lcet10.txt 1.45, the fourteen 1.50 bits per byte) are not met yet: README, issue note
+ISSUE10_MET = {"news": 2.09}
+
+
+@pytest.mark.parametrize("name", by_name(ISSUE10_MET))
+def test_issue10_targets_met(name):
+    raw = len(cc.read(cc.find(name)))
+    assert 8 * size(name, True) / raw <= ISSUE10_MET[name]
+
+
+# paq8px v216 -8, bits per byte as measured in ../shared/guide/ANCHORS.md (not in anchor_sizes.json)
+PAQ8PX_8 = {"alice29.txt": 1.740, "lcet10.txt": 1.483, "plrabn12.txt": 1.950, "book1": 1.908}
+
+
+@pytest.mark.parametrize("name", by_name(PAQ8PX_8))
+def test_dynamic_below_paq8px_where_measured(name):
+    raw = len(cc.read(cc.find(name)))
+    assert 8 * size(name, True) / raw < PAQ8PX_8[name]

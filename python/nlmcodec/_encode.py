@@ -1,4 +1,4 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-5 frames
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-6 frames
 (layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
 
 Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
@@ -270,7 +270,7 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one format-5 frame, a group at a time.
+    """Writes one format-6 frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups
