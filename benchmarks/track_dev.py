@@ -48,7 +48,7 @@ def main(argv=None):
     gaps.sort()
     rows += ["", f"The cold start's cost (first-block ratio minus whole-text ratio): median {gaps[len(gaps) // 2]:.3f}, "
              f"range {gaps[0]:.3f} to {gaps[-1]:.3f}.  A group the byte model wins (whole ratio below 1) has a "
-             "first-block ratio below about 1 + that median: TRACK_RATIO = 1.2."]
+             "first-block ratio below about 1 + that median, rounded up: TRACK_RATIO = 1.2."]
     text = "\n".join(rows) + "\n"
     print(rows[-1])
     if a.out:
