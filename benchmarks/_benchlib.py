@@ -23,3 +23,28 @@ def load_bench():
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def code_group(model, text: bytes, adapt: bool, speller=None, match=True):
+    """text as one group of the encoder's 64 KiB word-model blocks from the trained state (nlmcodec imported
+    here, not above): (payload bytes of each block, the codec's statistics, CPU seconds)."""
+    import time
+
+    from nlmcodec import _core
+    from nlmcodec._encode import BLOCK_SIZE, _pieces
+
+    c = _core.Codec(model, adapt)
+    c.reset(speller, match)
+    t = time.process_time()
+    sizes = [len(c.encode_block(text[pos:pos + k])) for pos, k in _pieces(text, BLOCK_SIZE)]
+    return sizes, c.stats(), time.process_time() - t
+
+
+def write_report(rows, out=None):
+    """Print a markdown report (a list of lines) and write it to out when given."""
+    import pathlib
+
+    text = "\n".join(rows) + "\n"
+    print(text)
+    if out:
+        pathlib.Path(out).write_text(text)

@@ -16,8 +16,7 @@ import sys
 
 import nlmcodec
 from nlmcodec import _bench
-from nlmcodec._core import Codec
-from nlmcodec._encode import BLOCK_SIZE, _pieces
+from _benchlib import code_group
 
 CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "cache"),
         ("spell_bits", "spelled"), ("case_bits", "case"), ("gap_bits", "gaps"), ("match_bits", "match flags")]
@@ -27,10 +26,8 @@ UNK = ("unk_bits", "cache_bits", "spell_bits")
 
 
 def code(data, model, adapt, match):
-    codec = Codec(model, adapt)
-    codec.reset(match=match)
-    n = sum(len(codec.encode_block(data[pos:pos + k])) for pos, k in _pieces(data, BLOCK_SIZE))
-    return n, codec.stats()
+    sizes, st, _ = code_group(model, data, adapt, match=match)
+    return sum(sizes), st
 
 
 def analyse(data, model, adapt):

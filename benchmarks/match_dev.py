@@ -16,25 +16,18 @@ import argparse
 import collections
 import pathlib
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nlmcodec  # noqa: E402
-from nlmcodec import _core  # noqa: E402
-from nlmcodec._encode import BLOCK_SIZE, _pieces  # noqa: E402
+from _benchlib import code_group, write_report  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
 
 
 def code(model, text: bytes, adapt: bool, match: bool):
-    c = _core.Codec(model, adapt)
-    c.reset(match=match)
-    total = 0
-    t = time.process_time()
-    for pos, k in _pieces(text, BLOCK_SIZE):
-        total += len(c.encode_block(text[pos:pos + k]))
-    return total, c.stats(), time.process_time() - t
+    sizes, st, dt = code_group(model, text, adapt, match=match)
+    return sum(sizes), st, dt
 
 
 def main(argv=None):
@@ -68,10 +61,7 @@ def main(argv=None):
     for mode, (off, on, t0, t1) in sums.items():
         rows.append(f"| {mode} | {off} | {on} | {100 * (on / off - 1):+.2f}% | {8 * off / allb:.4f} / "
                     f"{8 * on / allb:.4f} | {t0:.1f} / {t1:.1f} |")
-    text = "\n".join(rows) + "\n"
-    print(text)
-    if a.out:
-        pathlib.Path(a.out).write_text(text)
+    write_report(rows, a.out)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nlmcodec  # noqa: E402
-from nlmcodec._core import Codec  # noqa: E402
-from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _byte_estimate, _coded_size, _pieces  # noqa: E402
+from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _byte_estimate, _coded_size  # noqa: E402
+from _benchlib import code_group, write_report  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
 
 
@@ -38,9 +38,7 @@ def main(argv=None):
             est = _byte_estimate(first)
             whole_b = _coded_size(_ByteParts(piece).finish())
             for adapt in (False, True):
-                c = Codec(model, adapt)
-                c.reset()
-                sizes = [len(c.encode_block(piece[p:p + k])) for p, k in _pieces(piece, BLOCK_SIZE)]
+                sizes = code_group(model, piece, adapt)[0]
                 rows.append(f"| {src} {j // a.piece} | {'dynamic' if adapt else 'static'} | "
                             f"{est / sizes[0]:.3f} | {whole_b / sum(sizes):.3f} |")
                 gaps.append(est / sizes[0] - whole_b / sum(sizes))
@@ -49,10 +47,7 @@ def main(argv=None):
     rows += ["", f"The cold start's cost (first-block ratio minus whole-text ratio): median {gaps[len(gaps) // 2]:.3f}, "
              f"range {gaps[0]:.3f} to {gaps[-1]:.3f}.  A group the byte model wins (whole ratio below 1) has a "
              "first-block ratio below about 1 + that median, rounded up: TRACK_RATIO = 1.2."]
-    text = "\n".join(rows) + "\n"
-    print(rows[-1])
-    if a.out:
-        pathlib.Path(a.out).write_text(text)
+    write_report(rows, a.out)
 
 
 if __name__ == "__main__":

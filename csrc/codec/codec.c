@@ -169,7 +169,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         pj = pw - c->class_start[pcls];
         uint64_t num = (uint64_t)c->freq[pcls] * c->freq2[pj], den = ((uint64_t)Fc * Fp) >> 12;
         uint64_t q = num / (den ? den : 1);
-        int p1 = tokmatch_p(c->match, q < 1 ? 1 : q > 4095 ? 4095 : (int)q);
+        int p1 = tokmatch_p(c->match, q > 4095 ? 4095 : (int)q, pw == 0); /* clamped to [1, 4095] there */
         if (!dec) hit = t->w == pw && (pw != 0 || (t->blen == pblen && !memcmp(t->body, pbody, (size_t)pblen)));
         double fb = 0;
         if ((r = code_bit(c, &hit, p1, &fb)) < 0) return r;

@@ -161,14 +161,10 @@ static int len_bucket(uint32_t L) {
     return 16 + (lg - 4 > 3 ? 3 : lg - 4);
 }
 
-int tokmatch_p(TokMatch* m, int q12) {
+int tokmatch_p(TokMatch* m, int q12, int unk) {
     if (q12 < 1) q12 = 1;
     if (q12 > 4095) q12 = 4095;
-    int32_t w;
-    const uint8_t* b;
-    int bl;
-    int unk = tokmatch_predict(m, &w, &b, &bl) && w == 0;
-    int row = len_bucket(m->s.len) * 2 + unk;
+    int row = len_bucket(m->s.len) * 2 + (unk ? 1 : 0);
     int u = m->stretch_t[q12] + 2048; /* 0..4095 */
     int lo = u >> 7, f = u & 127;
     m->s.row = row;

@@ -34,8 +34,9 @@ int tokmatch_restore(TokMatch* m);
 /* 1 and the prediction (*w >= 1 a vocabulary id; *w == 0 an unknown word with body[0..*blen)), or 0. */
 int tokmatch_predict(const TokMatch* m, int32_t* w, const uint8_t** body, int* blen);
 /* P(flag = 1) in 12 bits (1..4095) for the current prediction; q12: the network's probability of the
- * predicted token in 12 bits (1..4095).  Remembers what tokmatch_learn_flag updates. */
-int tokmatch_p(TokMatch* m, int q12);
+ * predicted token in 12 bits (clamped to 1..4095); unk: the prediction is an unknown word (w == 0).
+ * Remembers what tokmatch_learn_flag updates. */
+int tokmatch_p(TokMatch* m, int q12, int unk);
 void tokmatch_learn_flag(TokMatch* m, int hit);
 /* Record the coded token (w >= 1, or w == 0 with its body).  0 or NLM_ERR_NOMEM. */
 int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap);
