@@ -42,6 +42,8 @@ void nlm_codec_free(NlmCodec* c);
 int nlm_codec_reset(NlmCodec* c);
 int nlm_codec_set_speller(NlmCodec* c, int kind);
 int nlm_codec_set_match(NlmCodec* c, int on);
+int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
+int nlm_codec_set_end_advance(NlmCodec* c, int on);
 int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);

@@ -25,18 +25,21 @@ def load_bench():
     return mod
 
 
-def code_group(model, text: bytes, adapt: bool, speller=None, match=True):
-    """text as one group of the encoder's 64 KiB word-model blocks from the trained state (nlmcodec imported
-    here, not above): (payload bytes of each block, the codec's statistics, CPU seconds)."""
+def code_group(model, text: bytes, adapt: bool, **reset_args):
+    """text as one group of the encoder's word-model blocks from the trained state (nlmcodec imported here,
+    not above): (payload bytes of each block, the codec's statistics, CPU seconds).  reset_args: Codec.reset's
+    (the defaults: the current format; _frame.codec_options(v) gives format v's); with max_tokens=0 (formats
+    1-6) the blocks are the 64 KiB pieces of those formats' encoder, so figures recorded then reproduce."""
     import time
 
     from nlmcodec import _core
-    from nlmcodec._encode import BLOCK_SIZE, _pieces
+    from nlmcodec._encode import BLOCK_SIZE, _model_pieces, _pieces
 
     c = _core.Codec(model, adapt)
-    c.reset(speller, match)
+    c.reset(**reset_args)
+    pieces = _pieces(text, BLOCK_SIZE) if reset_args.get("max_tokens") == 0 else _model_pieces(text)
     t = time.process_time()
-    sizes = [len(c.encode_block(text[pos:pos + k])) for pos, k in _pieces(text, BLOCK_SIZE)]
+    sizes = [len(c.encode_block(text[pos:pos + k])) for pos, k in pieces]
     return sizes, c.stats(), time.process_time() - t
 
 

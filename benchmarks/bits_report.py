@@ -16,6 +16,7 @@ import sys
 
 import nlmcodec
 from nlmcodec import _bench
+from nlmcodec._frame import codec_options
 from _benchlib import code_group
 
 CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "cache"),
@@ -26,7 +27,7 @@ UNK = ("unk_bits", "cache_bits", "spell_bits")
 
 
 def code(data, model, adapt, match):
-    sizes, st, _ = code_group(model, data, adapt, match=match)
+    sizes, st, _ = code_group(model, data, adapt, **codec_options(6 if match else 5))   # match off / on
     return sum(sizes), st
 
 

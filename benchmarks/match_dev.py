@@ -21,12 +21,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nlmcodec  # noqa: E402
+from nlmcodec._frame import codec_options  # noqa: E402
 from _benchlib import code_group, write_report  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
 
 
 def code(model, text: bytes, adapt: bool, match: bool):
-    sizes, st, dt = code_group(model, text, adapt, match=match)
+    sizes, st, dt = code_group(model, text, adapt, **codec_options(6 if match else 5))   # match off / on
     return sum(sizes), st, dt
 
 

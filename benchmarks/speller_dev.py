@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "python"))
 import nlmcodec  # noqa: E402
 from nlmcodec import _core  # noqa: E402
 from nlmcodec._bench import require_corpus_dir  # noqa: E402
+from nlmcodec._frame import codec_options  # noqa: E402
 from _benchlib import code_group, write_report  # noqa: E402
 
 KINDS = {"ppm": _core.SPELLER_PPM, "cm": _core.SPELLER_CM, "cm_all": _core.SPELLER_CM_ALL}
@@ -47,7 +48,7 @@ def dev_set(per_source: int) -> dict:
 
 def code(model, text: bytes, adapt: bool, kind: int):
     # format 5's comparison: the match flag of format 6 off
-    sizes, st, dt = code_group(model, text, adapt, speller=kind, match=False)
+    sizes, st, dt = code_group(model, text, adapt, **dict(codec_options(5), speller=kind))
     return sum(sizes), st["spell_bits"], dt
 
 

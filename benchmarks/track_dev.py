@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nlmcodec  # noqa: E402
 from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _byte_estimate, _coded_size  # noqa: E402
+from nlmcodec._frame import codec_options  # noqa: E402
 from _benchlib import code_group, write_report  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
 
@@ -38,7 +39,7 @@ def main(argv=None):
             est = _byte_estimate(first)
             whole_b = _coded_size(_ByteParts(piece).finish())
             for adapt in (False, True):
-                sizes = code_group(model, piece, adapt)[0]
+                sizes = code_group(model, piece, adapt, **codec_options(6))[0]   # where TRACK_RATIO was chosen
                 rows.append(f"| {src} {j // a.piece} | {'dynamic' if adapt else 'static'} | "
                             f"{est / sizes[0]:.3f} | {whole_b / sum(sizes):.3f} |")
                 gaps.append(est / sizes[0] - whole_b / sum(sizes))

@@ -134,6 +134,16 @@ int nlm_codec_set_speller(NlmCodec* c, int kind);
 /* The token match flag (codec/FORMAT.md §3.4): on (frame format 6, the default of a new context) or off
  * (formats 1-5).  Resets the context. */
 int nlm_codec_set_match(NlmCodec* c, int on);
+/* The most tokens (END included) one word-model block may hold (codec/FORMAT.md §3.5): NLM_MAX_BLOCK_TOKENS
+ * (frame format 7, the default of a new context) or 0, no bound but the block size (formats 1-6).  A block
+ * over it is refused by nlm_encode_block (NLM_ERR_UNSUPPORTED) and is corrupt to nlm_decode_block, which stops
+ * at the bound: a forged block costs at most this many token steps.  Does not reset the context. */
+#define NLM_MAX_BLOCK_TOKENS 16384
+int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
+/* Whether the <end> that closes a block advances the network (FORMAT.md §3.2 step 6): off (frame format 7,
+ * the default of a new context: the next block of the group goes on from the state after the block's last
+ * real token) or on (formats 1-6).  Resets the context. */
+int nlm_codec_set_end_advance(NlmCodec* c, int on);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,

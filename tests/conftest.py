@@ -28,6 +28,19 @@ WORDS = ("the of and to a in is it that was he for on as with his be at by i thi
          "where much your way well down should because each just those people").split()
 
 
+def pytest_collection_finish(session):
+    """Under pytest-xdist with --dist loadgroup, every test marked xdist_group must carry its group in its
+    node id (what the scheduler groups by): the slow tests of one corpus file share the worker that holds its
+    frames (tests/corpus_cache.py).  When the grouping silently does not take (pytest 9 with xdist 3.8),
+    each file would be compressed once per test module: fail instead."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [it.nodeid for it in session.items if it.get_closest_marker("xdist_group") and "@" not in it.nodeid]
+    if lost:
+        raise pytest.UsageError(f"--dist loadgroup did not group {len(lost)} tests (first: {lost[0]}): "
+                                "this pytest-xdist cannot group under this pytest; install pytest<9")
+
+
 def pytest_report_header(config):
     bundled = sorted(nlmcodec._bundled_files())
     return [f"nlmcodec backend: {nlmcodec.backend}; bundled models: {', '.join(bundled) or 'none'}"]

@@ -782,7 +782,12 @@ class Reader:
 
     def decode_block(self, payload, size):
         rd, out, P = RangeDecoder(payload), bytearray(), self.p
+        bound = 16384 if self.version >= 7 else None       # tokens of a block, END included (§3.5)
+        n = 0
         while True:
+            if bound is not None and n >= bound:
+                raise Corrupt("more tokens than a block may hold")
+            n += 1
             zc = matvec(P["Wc"], self.h) + P["bc"]
             fc = quant(zc)
             pred = self.match.prediction() if self.match is not None else None
@@ -838,6 +843,8 @@ class Reader:
             out += gap_bytes + recase(body, case)
             if len(out) > size:
                 raise Corrupt("block too long")
+            if w == 1 and self.version >= 7:              # a block's <end> does not advance the network (§3.2)
+                break
             if self.adapt:
                 self.seg.append({"w": w, "c": c, "case": case, "gap": gap, "coded": coded, "s": self.h,
                                  "zc": zc, "zw": zw, "zk": zk, "zg": zg})
@@ -865,9 +872,9 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 5 (§7.1; from format 3 a
+    """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 6
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 7
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

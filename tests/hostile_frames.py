@@ -6,7 +6,8 @@ prints one row per forged frame: its size, the CPU and wall time of decompress()
 peak RSS over the model's own footprint (the RSS after the model is loaded and a codec has decoded one
 valid frame), and the error message.  tests/test_hostile.py runs it in a subprocess (so the peak RSS is
 this process's alone) and checks the bounds.  Each forged block is the cheapest payload for the most
-work: the word model's own coding of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes.
+work: the word model's own coding of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes; from
+format 7, of 16,383 bytes of "." (16,384 tokens with <end>: the most a block may hold, FORMAT.md §3.5).
 Format 4's byte-model blocks: the byte model's own coding of 256 KiB of zeros (the cheapest payload), and
 a random payload (it decodes to pseudo-random bytes, which touch the most table memory), in a run of the
 largest size class (2^23 bytes, the largest tables).
@@ -28,10 +29,12 @@ VEC = Path(__file__).resolve().parents[1] / "codec" / "vectors"
 BLOCK = 1 << 16
 
 
-def _dense_payload(model) -> bytes:
+def _dense_payload(model, version: int, n: int = BLOCK) -> bytes:
+    """The word model's own coding of n bytes of "." (n one-byte tokens and <end>, dynamic mode) as format
+    `version` codes word-model blocks, without format 7's token bound (so the payload can exceed it)."""
     c = Codec(model, True)
-    c.reset()
-    return c.encode_block(b"." * BLOCK)
+    c.reset(**dict(F.codec_options(version), max_tokens=0))
+    return c.encode_block(b"." * n)
 
 
 def _frame(version, model_id, blocks, content_crc=0, truncate=None, kind=F.BLOCK_MODEL) -> bytes:
@@ -72,13 +75,23 @@ def forged_byte():
 
 def forged(model):
     """[(name, frame, decompress keyword arguments)]."""
-    mid, p = model.model_id, _dense_payload(model)
+    mid, p = model.model_id, _dense_payload(model, 3)
     one = _frame(3, mid, [(BLOCK, p, 0)])                        # the block CRC is wrong
     k = (10_000 - len(one)) // (len(p) + 9) + 1
     many = _frame(3, mid, [(BLOCK, p, 0)] * k)
-    short = (F.header_v2(True, F.CHECK_CRC32, mid) + F.block_header(F.BLOCK_MODEL, True, BLOCK, 3) + b"\0\0\0"
-             + b"\0\0\0\0")
+    short = (F.header_v2(True, F.CHECK_CRC32, mid, version=3) + F.block_header(F.BLOCK_MODEL, True, BLOCK, 3)
+             + b"\0\0\0" + b"\0\0\0\0")
+    # format 7: a block holds at most F.MAX_MODEL_TOKENS tokens; the densest valid block (16,383 "." and
+    # <end>), and format 6's densest 64 KiB payload (65,536 tokens), which the decoder stops at the bound
+    n7 = F.MAX_MODEL_TOKENS - 1
+    p7, p6 = _dense_payload(model, 7, n7), _dense_payload(model, 6)
+    one7 = _frame(7, mid, [(n7, p7, 0)])
+    k7 = (10_000 - len(one7)) // (len(p7) + 9) + 1
     return [
+        (f"v7: one block of {n7:,} bytes ({n7 + 1:,} tokens, the bound), bad block CRC", one7, {}),
+        (f"v7: {k7} such blocks, bad block CRCs", _frame(7, mid, [(n7, p7, 0)] * k7), {}),
+        ("v7: one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound", _frame(7, mid, [(BLOCK, p6, 0)]),
+         {}),
         ("v3: one 64 KiB block, bad block CRC", one, {}),
         ("v3: truncated after a 3-byte payload", short, {}),
         (f"v3: {k} blocks of 64 KiB, bad block CRCs", many, {}),

@@ -141,7 +141,8 @@ def test_model_shape_checked_before_reading():
 def test_forged_frames_cost(default_model):
     """The forged frames of tests/hostile_frames.py, measured in their own process: each fails with an
     NLMError, within 64 MB over the default model's own footprint, and the work before the failure is at
-    most one 64 KiB block: a 10 KB frame of 382 forged blocks costs what its first block costs."""
+    most one 64 KiB block: a 10 KB frame of 382 forged blocks costs what its first block costs; from format 7
+    at most 16,384 tokens, under 1 s."""
     r = subprocess.run([sys.executable, str(HERE / "hostile_frames.py"), "--json"], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -150,6 +151,15 @@ def test_forged_frames_cost(default_model):
     for x in res["rows"]:
         assert x["error"], x
         assert x["peak_over_footprint_mb"] < 64, x
+    # format 7: a forged block costs at most the token bound (16,384 steps): under 1 s, the issue's bar
+    # (about 0.7 s here), however dense its payload; a frame of such blocks what its first one costs
+    bound = next(x for k, x in rows.items() if k.startswith("v7: one block of"))
+    stopped = rows["v7: one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound"]
+    many7 = next(x for k, x in rows.items() if k.startswith("v7:") and "such blocks" in k)
+    assert "block CRC32 mismatch" in bound["error"] and "corrupt payload" in stopped["error"], (bound, stopped)
+    assert "block 0" in many7["error"]
+    for x in (bound, stopped, many7):
+        assert x["cpu_s"] < 1, x
     one = rows["v3: one 64 KiB block, bad block CRC"]
     many = next(x for k, x in rows.items() if k.startswith("v3:") and "blocks of 64 KiB" in k)
     assert "block 0" in many["error"] and many["cpu_s"] < 1.5 * one["cpu_s"] + 0.5

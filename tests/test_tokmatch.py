@@ -85,7 +85,7 @@ def test_one_token_repeated(tiny_model):
 def test_more_unknown_bodies_than_the_table_holds(tiny_model):
     # 33,000 distinct unknown bodies in one group (the table holds 32,768), then the first ones again
     words = [b"q%05x" % i for i in range(33000)]
-    blocks = [b" ".join(words[i:i + 6000]) for i in range(0, 33000, 6000)] + [b" ".join(words[:200])]
+    blocks = [b" ".join(words[i:i + 3000]) for i in range(0, 33000, 3000)] + [b" ".join(words[:200])]
     payloads, st = encode(tiny_model, blocks)
     assert decode(tiny_model, payloads, blocks) == blocks
     assert st["unk_tokens"] >= 33000

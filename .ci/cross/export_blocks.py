@@ -7,10 +7,11 @@ tests/c/vector_driver.c replays them on any machine: decodes each payload and re
 comparing bytes with these, which were written on x86-64.
 
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
-  blocks.bin = "NLMVBLK3" u32 nvectors, then per vector:
+  blocks.bin = "NLMVBLK4" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
-    NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag of format 6) | u8 1 = block, u32 size, u32 payload length, payload, size
-    decoded bytes.
+    NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag, from format 6), u8 end_advance
+    (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0)
+    | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
 format-1 vectors) are written once, named "A=B".
@@ -19,8 +20,9 @@ format-1 vectors) are written once, named "A=B".
 parameters) exceeds W, for the emulated targets: under qemu the scalar core runs 20-40x slower, and the
 144 KB default-model vectors alone would take longer than the lane's whole budget.  The light file's
 left-out vectors are listed on stdout; the native run replays all of them.  The light file also leaves out
-the format-5 vectors: their word-model blocks take no code path that formats 2-4 (the match flag off) and
-6 (the byte-model speller) do not take, and the emulated lanes are the slowest part of CI.
+the format-5 and format-6 vectors: their word-model blocks take no code path that formats 2-4 (no match
+flag, an <end> that advances the network) and 7 (the byte-model speller, the match flag) do not take, and
+the emulated lanes are the slowest part of CI.
 Usage: export_blocks.py OUTDIR [--models tiny,default] [--light-budget W]
 """
 import argparse
@@ -44,10 +46,11 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None, match=True):
+    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False):
         speller = _core.SPELLER_CM if speller is None else speller
-        Recorder.log.append(("reset", speller, int(bool(match))))
-        return super().reset(speller, match)
+        max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
+        Recorder.log.append(("reset", speller, int(bool(match)), int(bool(end_advance)), max_tokens))
+        return super().reset(speller, match, max_tokens, end_advance)
 
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
@@ -73,7 +76,8 @@ def record(frame):
     assert len(models) == 1, "one model and mode per vector"
     if ops[0][0] != "reset":
         v = nlmcodec.get_frame_info(frame).version
-        ops.insert(0, ("reset", _frame.speller_of(v), int(_frame.match_of(v))))
+        o = _frame.codec_options(v)
+        ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"]))
     return (news[0][1], news[0][2], ops), out
 
 
@@ -107,7 +111,7 @@ def main(argv=None):
         body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
         for op in ops:
             if op[0] == "reset":
-                body.append(struct.pack("<BBB", 0, op[1], op[2]))
+                body.append(struct.pack("<BBBBI", 0, op[1], op[2], op[3], op[4]))
             else:
                 _, payload, data = op
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
@@ -119,19 +123,19 @@ def main(argv=None):
     recs, light, left_out = [], [], []
     for body, (names, work) in unique.items():
         recs.append(pack_str("=".join(names).encode()) + body)
-        if work <= args.light_budget and not all(n.startswith("v5-") for n in names):
+        if work <= args.light_budget and not all(n.startswith(("v5-", "v6-")) for n in names):
             light.append(recs[-1])
         else:
             left_out.append(f"{'='.join(names)} (work {work:.2g})" if work > args.light_budget else
-                            f"{'='.join(names)} (format 5)")
+                            f"{'='.join(names)} (format {names[0][1]})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
-            (args.outdir / fname).write_bytes(b"NLMVBLK3" + struct.pack("<I", len(rs)) + b"".join(rs))
+            (args.outdir / fname).write_bytes(b"NLMVBLK4" + struct.pack("<I", len(rs)) + b"".join(rs))
     nvec = sum(len(n) for n, _ in unique.values())
     print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
           f"bytes to {args.outdir}")
     if args.light_budget:
-        print(f"blocks_light.bin: {len(light)} block sets; left out (work over {args.light_budget:g}, or format 5): "
+        print(f"blocks_light.bin: {len(light)} block sets; left out (work over {args.light_budget:g}, or formats 5 and 6): "
               f"{', '.join(left_out) or 'none'}")
     return 0
 

@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 6 are named v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format 7 are named v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
@@ -90,6 +90,18 @@ def repeats_input():
     return bytes(out)
 
 
+def dense_input():
+    """The first 64 KiB of Calgary news (cut after a newline): Usenet headers and quotes, over 16,384 tokens
+    (format 7: the encoder cuts its word-model block at the token bound, §3.5).  None without the corpus."""
+    from nlmcodec._bench import corpus_dir
+    root = corpus_dir()
+    p = Path(root, "bench", "calgary", "news") if root else None
+    if p is None or not p.exists():
+        return None
+    d = p.read_bytes()[:_frame.MAX_MODEL_BLOCK_V3]
+    return d[:d.rindex(b"\n") + 1]
+
+
 def inputs():
     d = {"empty": b"", "one_byte": b"a", "short_english": ENGLISH, "mixed": MIXED, "binary": BINARY}
     a = _alice()
@@ -97,6 +109,8 @@ def inputs():
         d["spelled"] = spelled_input()
     if _frame.FORMAT_VERSION >= 6 and a is not None:
         d["repeats"] = repeats_input()
+    if _frame.FORMAT_VERSION >= 7 and dense_input() is not None:
+        d["news_64k"] = dense_input()
     if a is not None:
         d["alice_4k"] = a
     return d
@@ -222,6 +236,17 @@ def error_vectors():
                                                                                     info.blocks[0].compressed_size))
         k += info.blocks[0].compressed_size                  # the block CRC32
         v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
+        if _frame.FORMAT_VERSION >= 7:
+            # format 7: a word-model block holds at most 16,384 tokens; this one is the tiny model's own coding
+            # of 20,000 one-byte tokens (without the bound), its block CRC right: the decoder stops at the bound
+            from nlmcodec._core import Codec
+            tiny = nlmcodec.load_model("tiny")
+            c = Codec(tiny, False)
+            c.reset(max_tokens=0)
+            dots = b"." * 20000
+            v["model_block_over_token_bound"] = (
+                handmade_model_frame(tiny.model_id, c.encode_block(dots), len(dots), zlib.crc32(dots)),
+                "corrupt payload")
     if _frame.FORMAT_VERSION >= 4:
         v.update(byte_error_vectors())
     out = {V + k: x for k, x in v.items()}

@@ -57,6 +57,8 @@ struct NlmCodec {
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
     int match_on;         /* nlm_codec_set_match: the token match flag of FORMAT.md §3.4 (format 6) */
+    uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5, format 7); 0: none */
+    int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
     NlmLexToken* toks;
@@ -297,8 +299,12 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
                 tr->gap = (uint8_t)t->gap;
     }
 
-    /* 6. advance (the match model, then the network); 7. dynamic update at the end of a segment */
+    /* 6. advance (the match model, then the network); 7. dynamic update at the end of a segment.  From
+     * format 7 (end_advance 0) the <end> that closes a block does not advance the network: the next block
+     * goes on from the state after the last real token (fed <end>, the network expects a new document: a
+     * cut that cost 4-6 bytes at most places cost hundreds at some, FORMAT.md §3.2) */
     if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
+    if (t->w == 1 && !c->end_advance) return NLM_OK;
     elman_advance(c->model, t->w, t->ccase, t->gap, case_coded);
     if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
         elman_end_segment(c->model);
@@ -398,6 +404,8 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if (!(c->freq2 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->match = tokmatch_new(model->cfg.V))) { e = NLM_ERR_NOMEM; goto fail; }
     c->match_on = 1;
+    c->max_tokens = NLM_MAX_BLOCK_TOKENS;
+    c->end_advance = 0;
     return c;
 fail:
     if (c) nlm_codec_free(c);
@@ -438,6 +446,18 @@ int nlm_codec_reset(NlmCodec* c) {
 int nlm_codec_set_match(NlmCodec* c, int on) {
     if (!c) return NLM_ERR_STATE;
     c->match_on = on ? 1 : 0;
+    return nlm_codec_reset(c);
+}
+
+int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n) {
+    if (!c) return NLM_ERR_STATE;
+    c->max_tokens = n;
+    return NLM_OK;
+}
+
+int nlm_codec_set_end_advance(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->end_advance = on ? 1 : 0;
     return nlm_codec_reset(c);
 }
 
@@ -488,6 +508,7 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     if (ntok < 0) return ntok;
     /* Atomic refusal: everything that makes a block uncodable is found here, before any state (model,
      * speller, gap counts, statistics) is touched, so a refused block leaves the codec as it was. */
+    if (c->max_tokens && ntok > (int64_t)c->max_tokens) return NLM_ERR_UNSUPPORTED;
     for (int64_t k = 0; k < ntok; k++)
         if (c->toks[k].gap == 7 && c->toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_UNSUPPORTED;
     if (c->trace_on && c->trace_cap < (size_t)ntok) {
@@ -551,9 +572,10 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
     rc_dec_init(&c->rc.dec, src, n);
     int64_t r = NLM_OK;
     size_t pos = 0;
-    /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens. */
+    /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens;
+     * from format 7 also at most max_tokens (END included), which bounds the work a forged block costs. */
     for (size_t k = 0; r >= 0; k++) {
-        if (k > dst_len) { r = NLM_ERR_CORRUPT; break; }
+        if (k > dst_len || (c->max_tokens && k >= c->max_tokens)) { r = NLM_ERR_CORRUPT; break; }
         StepTok t;
         t.gapbuf = NULL;
         t.glen = 0;

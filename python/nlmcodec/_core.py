@@ -7,6 +7,7 @@ never imports it.
 """
 from ._backend import backend, native
 from ._errors import NLMError, check
+from ._frame import MAX_MODEL_TOKENS
 
 
 def _dtypes():
@@ -55,6 +56,17 @@ def lex_tokens(data):
     return np.frombuffer(raw, dtype=__getattr__("TOKEN_DTYPE"))
 
 
+def token_cut(data, limit: int) -> int:
+    """len(data) when data lexes into at most `limit` tokens (END included); else where the gap before its
+    token number limit - 1 (from 0) starts, so the bytes before lex into limit - 1 tokens and END.  No numpy."""
+    import struct
+
+    raw = check(native.lex(bytes(data) if not isinstance(data, bytes) else data), "lexer")
+    if len(raw) // native.TOKEN_SIZE <= limit:
+        return len(data)
+    return struct.unpack_from("=I", raw, (limit - 1) * native.TOKEN_SIZE + 8)[0]   # TOKEN_DTYPE's gap_off
+
+
 def unlex(data, tokens):
     """Rebuild the bytes from tokens (a test helper: concatenates gap and body bytes)."""
     out = bytearray()
@@ -85,12 +97,17 @@ class Codec:
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
-    def reset(self, speller=None, match=True):
-        """Back to the start of a group.  speller: SPELLER_CM (the default, frame formats 5 and later) or
-        SPELLER_PPM (formats 1-4), the model that spells the bodies the spelling cache escapes
-        (codec/FORMAT.md §5); match: the token match flag (§3.4; formats 6 and later)."""
+    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False):
+        """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
+        maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
+        the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: the token
+        match flag (§3.4; formats 6 and later); max_tokens: the most tokens of one block (§3.5; None:
+        format 7's MAX_MODEL_TOKENS; 0: none, formats 1-6); end_advance: a block's <end> advances the
+        network (§3.2 step 6; formats 1-6)."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
         check(self._c.set_match(int(bool(match))))
+        check(self._c.set_end_advance(int(bool(end_advance))))
+        check(self._c.set_max_tokens(MAX_MODEL_TOKENS if max_tokens is None else int(max_tokens)))
 
     def save(self):
         check(self._c.save())

@@ -1,4 +1,4 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-6 frames
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-7 frames
 (layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
 
 Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
@@ -7,7 +7,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   else at the size), each coded from the trained state.  The cut depends only on the input, never on how
   it was fed or on the thread count, so the frame is the same for any number of threads.
 * Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
-  rule), so one call into C is about a second of work at dynamic-mode speed.  Per block the word model is
+  rule), so one call into C is about a second of work at dynamic-mode speed; a block the word model is
+  tried on is cut again before its token MAX_MODEL_TOKENS (format 7: the bound on a block, §3.5).  Per block the word model is
   tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
   when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
   block (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d, so its
@@ -80,6 +81,25 @@ def _pieces(buf, limit: int):
         pos += k
     if pos < n:
         yield pos, n - pos
+
+
+def _model_pieces(buf):
+    """(start, length) of the blocks the word model is tried on: _pieces(buf, BLOCK_SIZE), each cut again
+    before the token that would take it over F.MAX_MODEL_TOKENS (codec/FORMAT.md §3.5).  English text has
+    about 14,000 tokens in 64 KiB, so this cuts only dense text (news, tables, code)."""
+    from ._core import token_cut
+
+    for pos, k in _pieces(buf, BLOCK_SIZE):
+        end = pos + k
+        while pos < end:
+            cut = token_cut(buf[pos:end], F.MAX_MODEL_TOKENS)
+            while cut < end - pos:                     # the prefix must lex within the bound on its own
+                shorter = token_cut(buf[pos:pos + cut], F.MAX_MODEL_TOKENS)
+                if shorter == cut:
+                    break
+                cut = shorter
+            yield pos, cut
+            pos += cut
 
 
 def _looks_binary(block) -> bool:
@@ -206,7 +226,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
-    for i, (pos, k) in enumerate(_pieces(raw, BLOCK_SIZE)):
+    for i, (pos, k) in enumerate(_model_pieces(raw)):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
         block = raw[pos:pos + k]
@@ -270,7 +290,7 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one format-6 frame, a group at a time.
+    """Writes one format-7 frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups

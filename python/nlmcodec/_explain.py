@@ -120,9 +120,9 @@ class _TracingCodec:
 
 
 def _pieces_of(raw):
-    """(offset, length) of the encoder's blocks: GROUP_SIZE groups, then BLOCK_SIZE blocks (same cut rule)."""
+    """(offset, length) of the encoder's blocks: GROUP_SIZE groups, then the word model's blocks."""
     for g, gl in _encode._pieces(raw, _encode.GROUP_SIZE):
-        for b, bl in _encode._pieces(raw[g:g + gl], _encode.BLOCK_SIZE):
+        for b, bl in _encode._model_pieces(raw[g:g + gl]):
             yield g + b, bl
 
 

@@ -86,6 +86,12 @@ class Codec:
     def set_match(self, on):
         return lib.nlm_codec_set_match(self.c, on)
 
+    def set_max_tokens(self, n):
+        return lib.nlm_codec_set_max_tokens(self.c, n)
+
+    def set_end_advance(self, on):
+        return lib.nlm_codec_set_end_advance(self.c, on)
+
     def save(self):
         return lib.nlm_codec_save(self.c)
 

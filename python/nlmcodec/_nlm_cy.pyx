@@ -32,6 +32,8 @@ cdef extern from "nlm.h" nogil:
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
     int nlm_codec_set_match(NlmCodec* c, int on)
+    int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
+    int nlm_codec_set_end_advance(NlmCodec* c, int on)
     int nlm_codec_save(NlmCodec* c)
     int nlm_codec_restore(NlmCodec* c)
     int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n)
@@ -155,6 +157,12 @@ cdef class Codec:
 
     def set_match(self, int on):
         return nlm_codec_set_match(self.c, on)
+
+    def set_max_tokens(self, uint32_t n):
+        return nlm_codec_set_max_tokens(self.c, n)
+
+    def set_end_advance(self, int on):
+        return nlm_codec_set_end_advance(self.c, on)
 
     def save(self):
         cdef int r
