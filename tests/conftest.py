@@ -28,6 +28,28 @@ WORDS = ("the of and to a in is it that was he for on as with his be at by i thi
          "where much your way well down should because each just those people").split()
 
 
+# The longest work units of the slow lane, longest first (CPU seconds of `pytest -m slow --durations`): under
+# --dist loadgroup a file's tests are one unit, and xdist hands units out in collection order, so these go
+# first and the short tests fill in after them instead of one worker finishing dickens alone at the end.
+HEAVY_FIRST = ("dickens", "bible.txt", "test_second_reader_decodes_the_golden_vector[v7-fallback-default",
+               "test_second_reader_decodes_the_golden_vector[v2-fallback", "reymont", "xml", "world192.txt",
+               "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
+
+
+def _heavy_rank(item):
+    mark = item.get_closest_marker("xdist_group")
+    name = mark.args[0] if mark is not None and mark.args else None
+    for i, h in enumerate(HEAVY_FIRST):
+        if name == h or (name is None and h in item.nodeid):
+            return i
+    return len(HEAVY_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest work units first (HEAVY_FIRST); a stable sort, the same in every worker."""
+    items.sort(key=_heavy_rank)
+
+
 def pytest_collection_finish(session):
     """Under pytest-xdist with --dist loadgroup, every test marked xdist_group must carry its group in its
     node id (what the scheduler groups by): the slow tests of one corpus file share the worker that holds its
