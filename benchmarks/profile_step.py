@@ -31,9 +31,10 @@ STAGES = {
                                    "matvec_avx2", "matvec_h_f16c", "matvec_avx512", "matvec_h_avx512",
                                    "avx_reduce16", "sse_reduce16", "avx512_reduce16", "kern_half_to_float"]},
     "forward glue (bias adds, embedding sum, pre-activation)": {
-        "elman.c": ["add_bias", "class_logits", "word_logits", "case_logits", "gap_logits", "elman_class_logits",
-                    "elman_word_logits", "elman_case_logits", "elman_gap_logits", "input_vec", "elman_advance",
-                    "invalidate", "elman_class_of", "elman_class_start", "elman_hidden"],
+        "lm.c": ["class_logits", "word_logits", "case_logits", "gap_logits", "lm_class_logits",
+                 "lm_word_logits", "lm_case_logits", "lm_gap_logits", "input_vec", "lm_advance", "body_tensors",
+                 "invalidate", "lm_class_of", "lm_class_start", "lm_hidden"],
+        "elman.c": ["step"],
         "kern.c": ["kern_add", "kern_add3", "add_scalar", "add3_scalar", "add_avx2", "add3_avx2", "add_avx512",
                    "add3_avx512"]},
     "forward tanh": {"kern_math.c": ["kern_tanh", "kern_tanh_vec", "tanh_sse2", "tanh_avx2", "tanh_vec_avx2",
@@ -47,14 +48,15 @@ STAGES = {
     "range coder": {"rc.c": "*all"},
     "speller, cache, gap blending": {"speller.c": "*all", "gapmix.c": "*all"},
     "step glue (codec.c, fp env, stats)": {"codec.c": "*all", "fpenv.h": "*all"},
-    "backward": {"elman.c": ["backward", "softmax", "touch", "end_segment", "elman_end_segment"],
+    "backward": {"lm.c": ["backward", "touch", "end_segment", "lm_end_segment", "input_backward", "body_grads"],
+                 "elman.c": ["bwd_begin", "bwd_token", "bwd_finish"],
                  "kern.c": ["kern_matvec_t_acc", "matvec_t_acc_avx2", "matvec_t_acc_avx512", "kern_outer_acc",
                             "kern_outer_acc_seq", "outer_acc_seq_scalar", "outer_acc_seq_avx2",
                             "outer_acc_seq_avx512", "kern_axpy", "axpy_scalar", "axpy_avx2", "axpy_avx512",
                             "kern_head_backward"],
                  "kern_math.c": ["kern_softmax_xent", "kern_softmax_e", "softmax_finish", "softmax_max_scalar",
                                  "exp_sub_vec", "exp_sub_avx2", "exp_sub_avx512", "div_avx2", "div_avx512"]},
-    "update": {"elman.c": ["update", "update_row"],
+    "update": {"lm.c": ["update", "update_rows"],
                "kern.c": ["kern_sgd_decay", "kern_decay_sgd", "kern_decay_toward", "sgd_decay_scalar",
                           "decay_sgd_scalar", "decay_toward_scalar", "sgd_decay_avx2", "decay_sgd_avx2",
                           "decay_toward_avx2", "sgd_decay_avx512", "decay_sgd_avx512", "decay_toward_avx512",
@@ -361,14 +363,14 @@ def main(argv=None):
         for (base, fn), ir in sorted(funcs.items(), key=lambda kv: -kv[1])[:a.top]:
             lines.append(f"| {base} | {fn} | {ir / info['tokens']:,.0f} |")
         lines.append("")
-        lines.append(f"Top lines of elman.c ({m}, self Ir per token):")
+        lines.append(f"Top lines of lm.c and elman.c ({m}, self Ir per token):")
         lines.append("")
         lines.append("| line | Ir/token | source |")
         lines.append("|---|---|---|")
-        el = [(k, v) for k, v in byline.items() if k[0] == "elman.c"]
+        el = [(k, v) for k, v in byline.items() if k[0] in ("lm.c", "elman.c")]
         for (base, ln), ir in sorted(el, key=lambda kv: -kv[1])[:a.top]:
             src = c_line(base, ln, a.src).replace("|", "\\|")
-            lines.append(f"| {ln} | {ir / info['tokens']:,.0f} | `{src}` |")
+            lines.append(f"| {base}:{ln} | {ir / info['tokens']:,.0f} | `{src}` |")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -1,4 +1,4 @@
-"""The C Elman model (csrc/model/elman.c) through tests/c/elman_harness.c:
+"""The C model interface with the Elman body (csrc/model/lm.c, elman.c) through tests/c/elman_harness.c:
 
 * the -O2 dispatching build, the SSE2-capped run, a run under a hostile MXCSR (FTZ|DAZ|round-down) and a
   save/restore run all give the bytes of the -O0 -DNLM_NO_SIMD build over 10,000 tokens with updates;
@@ -231,7 +231,7 @@ def lazy_update(s, th, th0, g, last, seg_no, segtok):
         sl = slice(off[i] + lo, off[i] + hi)
         if k > 0:
             th[sl] = th0[sl] + (th[sl] - th0[sl]) * q[min(k, 4096)]
-        lim = f(s.lr) * f(16)  # ELM_CLIP in elman.c
+        lim = f(s.lr) * f(16)  # LM_CLIP in lm.c
         sg = np.maximum(np.minimum((step[i] * g[sl]).astype(f), lim), -lim)
         th[sl] = (th[sl] - sg) + s.decay * (th0[sl] - th[sl])
 

@@ -43,7 +43,7 @@ ALLOWED = {
 REMOVED = ("SP_INC", "SP_LIMIT", "SP_ESC_C", "SP_FULL_UPDATE", "NLM_GAPMIX_OFF")
 
 COND = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$")
-C_FUNC = re.compile(r"\b(step_token|(?:kern|elman|quant|rc|fen|speller|gapmix|lex|nlm)_[a-z0-9_]+)\b(?!\.(?:[ch]|py|md)\b)")
+C_FUNC = re.compile(r"\b(step_token|(?:kern|lm|quant|rc|fen|speller|gapmix|lex|nlm)_[a-z0-9_]+)\b(?!\.(?:[ch]|py|md)\b)")
 
 
 def c_files(csrc=CSRC):

@@ -2,21 +2,22 @@
  *
  * Model V=16384, D=128, H=256, C=128 (128 ids per class), random weights.  Per token it does what the
  * codec step does: class logits, word logits of the token's class, case and gap logits, advance; in
- * dynamic mode also elman_end_segment every 20 tokens.  Token ids are Zipf(1.1)-distributed (text-like,
+ * dynamic mode also lm_end_segment every 20 tokens.  Token ids are Zipf(1.1)-distributed (text-like,
  * frequent classes stay in cache) or uniform (every class read from memory: the worst case).
  *
  * Build and run (from the repository root):
- *   gcc -O2 -ffp-contract=off -fno-fast-math -fno-unsafe-math-optimizations -std=gnu11 \
- *       -o /tmp/bench_elman benchmarks/kernels/bench_elman.c csrc/model/elman.c csrc/kernels/kern.c \
+ *   gcc -O2 -ffp-contract=off -fno-fast-math -fno-unsafe-math-optimizations -std=c11 \
+ *       -o /tmp/bench_elman benchmarks/kernels/bench_elman.c csrc/model/lm.c csrc/model/elman.c csrc/kernels/kern.c \
  *       csrc/kernels/kern_math.c -lm && /tmp/bench_elman [ntok]
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "../../csrc/kernels/kern.h"
-#include "../../csrc/model/elman.h"
+#include "../../csrc/model/lm.h"
 
 static uint64_t rs = 88172645463325252ull;
 static uint64_t xr(void) {
@@ -31,17 +32,17 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static double run(Elman* m, const int32_t* w, int n, int seg) {
+static double run(Lm* m, const int32_t* w, int n, int seg) {
     double t0 = now();
     volatile float sink = 0.0f;
     for (int t = 0; t < n; t++) {
-        int c = elman_class_of(m, w[t]), k;
-        sink += elman_class_logits(m)[0];
-        sink += elman_word_logits(m, c, &k)[0];
-        sink += elman_case_logits(m, w[t])[0];
-        sink += elman_gap_logits(m, w[t])[0];
-        elman_advance(m, w[t], t & 3, (t >> 2) & 7, (t & 3) < 3);
-        if (seg && (t + 1) % seg == 0) elman_end_segment(m);
+        int c = lm_class_of(m, w[t]), k;
+        sink += lm_class_logits(m)[0];
+        sink += lm_word_logits(m, c, &k)[0];
+        sink += lm_case_logits(m, w[t])[0];
+        sink += lm_gap_logits(m, w[t])[0];
+        lm_advance(m, w[t], t & 3, (t >> 2) & 7, (t & 3) < 3);
+        if (seg && (t + 1) % seg == 0) lm_end_segment(m);
     }
     return (double)n / (now() - t0);
 }
@@ -75,24 +76,24 @@ int main(int argc, char** argv) {
     printf("simd level %d (0 scalar, 1 SSE2, 2 AVX2), %d tokens\n", kern_simd_level(), ntok);
     for (int adapt = 0; adapt <= 1; adapt++) {
         int err;
-        ElmanWeights* wts = elman_weights_new(&cfg, p, NLM_PARAM_F32, ms, cs, &err);
-        Elman* m = wts ? elman_new(wts, adapt, &err) : NULL;
+        LmWeights* wts = lm_weights_new(&cfg, &lm_body_elman, p, NLM_PARAM_F32, ms, cs, &err);
+        Lm* m = wts ? lm_new(wts, adapt, &err) : NULL;
         if (!m) return 1;
         run(m, zipf, ntok / 10, adapt ? 20 : 0); /* warm up */
-        elman_reset(m);
+        lm_reset(m);
         double a = run(m, zipf, ntok, adapt ? 20 : 0);
-        elman_reset(m);
+        lm_reset(m);
         double b = run(m, unif, ntok, adapt ? 20 : 0);
         double t0 = now();
-        elman_save(m);
+        lm_save(m);
         double ts = now() - t0;
         t0 = now();
-        elman_restore(m);
+        lm_restore(m);
         double tr = now() - t0;
         printf("%-8s zipf %8.0f tok/s   uniform %8.0f tok/s   memory %.1f MB  save %.2f ms  restore %.2f ms\n",
-               adapt ? "dynamic" : "static", a, b, (double)elman_memory(m) / 1e6, ts * 1e3, tr * 1e3);
-        elman_free(m);
-        elman_weights_free(wts);
+               adapt ? "dynamic" : "static", a, b, (double)lm_memory(m) / 1e6, ts * 1e3, tr * 1e3);
+        lm_free(m);
+        lm_weights_free(wts);
     }
     return 0;
 }

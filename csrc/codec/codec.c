@@ -21,7 +21,7 @@
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
-#include "model/elman.h"    /* Elman, elman_* */
+#include "model/lm.h"       /* LmWeights, Lm, lm_* (the model interface; the model type: lm_body_elman) */
 #include "nlm.h"
 #include "speller/speller.h" /* Speller, speller_* */
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
@@ -33,7 +33,7 @@
 /* The immutable model shared by every context: weights (model/), vocabulary, class map, priming list. */
 struct NlmModel {
     NlmConfig cfg;
-    ElmanWeights* weights;
+    LmWeights* weights;
     LexVocab vocab;
     int32_t* class_start; /* [C+1] */
     int maxclass;
@@ -45,7 +45,7 @@ struct NlmCodec {
     const NlmModel* shared;
     NlmConfig cfg;
     int adapt;
-    Elman* model;
+    Lm* model;
     Speller* speller;
     const LexVocab* vocab;
     const int32_t* class_start; /* [C+1] */
@@ -162,11 +162,11 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     const uint8_t* pbody = NULL;
     int pblen = 0, pcls = -1, pj = -1, hit = 0;
     const int predicted = c->match_on && tokmatch_predict(c->match, &pw, &pbody, &pblen);
-    uint32_t Fc = quant_freqs(c->freq, elman_class_logits(c->model), c->cfg.C), Fp = 0;
+    uint32_t Fc = quant_freqs(c->freq, lm_class_logits(c->model), c->cfg.C), Fp = 0;
     if (predicted) {
         int pn;
-        pcls = elman_class_of(c->model, pw);
-        const float* zp = elman_word_logits(c->model, pcls, &pn); /* sets pn */
+        pcls = lm_class_of(c->model, pw);
+        const float* zp = lm_word_logits(c->model, pcls, &pn); /* sets pn */
         Fp = quant_freqs(c->freq2, zp, pn);
         pj = pw - c->class_start[pcls];
         uint64_t num = (uint64_t)c->freq[pcls] * c->freq2[pj], den = ((uint64_t)Fc * Fp) >> 12;
@@ -198,7 +198,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
 
     if (!hit) {
         /* 1. class */
-        cls = dec ? 0 : elman_class_of(c->model, t->w);
+        cls = dec ? 0 : lm_class_of(c->model, t->w);
         double cbits = 0;
         if ((r = code_freqs(c, c->freq, c->cfg.C, Fc, &cls, &cbits)) < 0) return r;
         const double class_bits = cbits;
@@ -208,7 +208,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t F = Fp;
         if (cls != pcls) {
             f = c->freq;
-            const float* zw = elman_word_logits(c->model, cls, &n); /* sets n */
+            const float* zw = lm_word_logits(c->model, cls, &n); /* sets n */
             F = quant_freqs(c->freq, zw, n);
         } else {
             n = c->class_start[cls + 1] - c->class_start[cls];
@@ -261,7 +261,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             case_coded = 1;
             if (dec) t->ccase = 0;
             double kb = 0;
-            if ((r = code_symbol(c, elman_case_logits(c->model, t->w), 3, &t->ccase, &kb)) < 0) return r;
+            if ((r = code_symbol(c, lm_case_logits(c->model, t->w), 3, &t->ccase, &kb)) < 0) return r;
             st[NLM_STAT_CASE_BITS] += kb;
             if (tr) tr->bits[NLM_PART_CASE] = kb, tr->flags |= NLM_TRACE_CASE_CODED;
         }
@@ -273,7 +273,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     {
         uint32_t gf[NLM_NGAP];
         int gctx;
-        uint32_t F = quant_freqs(c->freq, elman_gap_logits(c->model, t->w), NLM_NGAP);
+        uint32_t F = quant_freqs(c->freq, lm_gap_logits(c->model, t->w), NLM_NGAP);
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, hit ? tokmatch_gap(c->match) : NLM_NGAP, &gctx);
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
@@ -305,9 +305,9 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
      * cut that cost 4-6 bytes at most places cost hundreds at some, FORMAT.md §3.2) */
     if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
     if (t->w == 1 && !c->end_advance) return NLM_OK;
-    elman_advance(c->model, t->w, t->ccase, t->gap, case_coded);
+    lm_advance(c->model, t->w, t->ccase, t->gap, case_coded);
     if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
-        elman_end_segment(c->model);
+        lm_end_segment(c->model);
         c->seg_fill = 0;
     }
     return NLM_OK;
@@ -315,7 +315,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
 
 static void end_block(NlmCodec* c) {
     if (c->adapt && c->seg_fill > 0) {
-        elman_end_segment(c->model);
+        lm_end_segment(c->model);
         c->seg_fill = 0;
     }
 }
@@ -328,7 +328,7 @@ static uint32_t rd_le32(const uint8_t* p) {
 
 void nlm_model_free(NlmModel* m) {
     if (!m) return;
-    elman_weights_free(m->weights);
+    lm_weights_free(m->weights);
     lex_vocab_free(&m->vocab);
     free(m->class_start);
     speller_free(m->primed);
@@ -336,7 +336,7 @@ void nlm_model_free(NlmModel* m) {
 }
 
 size_t nlm_model_memory(const NlmModel* m) {
-    return m ? sizeof *m + elman_weights_memory(m->weights) + (size_t)(m->cfg.C + 1) * 4 +
+    return m ? sizeof *m + lm_weights_memory(m->weights) + (size_t)(m->cfg.C + 1) * 4 +
                    (size_t)m->cfg.V * (sizeof(uint8_t*) + 1) + ((size_t)m->vocab.mask + 1) * 4 + m->vocab_len
              : 0;
 }
@@ -361,8 +361,8 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
         if (sz < 1) goto fail;
         if (sz > m->maxclass) m->maxclass = sz;
     }
-    float ms[14];
-    for (int t = 0; t < 14; t++) {
+    float ms[LM_MAX_TENSORS];
+    for (int t = 0; t < lm_tensor_count(&lm_body_elman); t++) { /* the model file's ms list, one per tensor */
         uint32_t u = rd_le32(ms_le + 4 * t);
         memcpy(&ms[t], &u, 4);
     }
@@ -370,7 +370,7 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
     m->vocab_len = vocab_blob_len;
     for (int32_t id = 2; id < cfg->V; id++)
         if (m->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
-    if (!(m->weights = elman_weights_new(cfg, params, dtype, ms, m->class_start, &e))) {
+    if (!(m->weights = lm_weights_new(cfg, &lm_body_elman, params, dtype, ms, m->class_start, &e))) {
         if (e >= 0) e = NLM_ERR_NOMEM;
         goto fail;
     }
@@ -398,7 +398,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     int fn = model->maxclass > model->cfg.C ? model->maxclass : model->cfg.C;
     if (fn < NLM_NGAP) fn = NLM_NGAP;
     if (!(c->freq = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)fn))) { e = NLM_ERR_NOMEM; goto fail; }
-    if (!(c->model = elman_new(model->weights, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->model = lm_new(model->weights, c->adapt, &e))) { if (e >= 0) e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->speller = speller_new_shared(model->primed))) { e = NLM_ERR_NOMEM; goto fail; }
     if ((e = speller_set_kind(c->speller, SPELLER_CM)) < 0) goto fail;
     if (!(c->freq2 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
@@ -414,14 +414,14 @@ fail:
 }
 
 size_t nlm_codec_memory(const NlmCodec* c) {
-    return c ? sizeof *c + elman_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
+    return c ? sizeof *c + lm_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
                    (size_t)c->shared->maxclass * 4 + tokmatch_memory(c->match)
              : 0;
 }
 
 void nlm_codec_free(NlmCodec* c) {
     if (!c) return;
-    if (c->model) elman_free(c->model);
+    if (c->model) lm_free(c->model);
     if (c->speller) speller_free(c->speller);
     tokmatch_free(c->match);
     rc_enc_free(&c->rc.enc);
@@ -434,7 +434,7 @@ void nlm_codec_free(NlmCodec* c) {
 
 int nlm_codec_reset(NlmCodec* c) {
     if (!c) return NLM_ERR_STATE;
-    elman_reset(c->model);
+    lm_reset(c->model);
     speller_reset(c->speller);
     gapmix_reset(&c->gapmix);
     tokmatch_reset(c->match);
@@ -474,7 +474,7 @@ int nlm_codec_set_speller(NlmCodec* c, int kind) {
 int nlm_codec_save(NlmCodec* c) {
     if (!c) return NLM_ERR_STATE;
     int r;
-    if ((r = elman_save(c->model)) < 0) return r;
+    if ((r = lm_save(c->model)) < 0) return r;
     if ((r = speller_save(c->speller)) < 0) return r;
     if ((r = tokmatch_save(c->match)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
@@ -486,7 +486,7 @@ int nlm_codec_save(NlmCodec* c) {
 int nlm_codec_restore(NlmCodec* c) {
     if (!c) return NLM_ERR_STATE;
     int r;
-    if ((r = elman_restore(c->model)) < 0) return r;
+    if ((r = lm_restore(c->model)) < 0) return r;
     if ((r = speller_restore(c->speller)) < 0) return r;
     if ((r = tokmatch_restore(c->match)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;

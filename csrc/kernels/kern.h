@@ -115,7 +115,7 @@ static inline uint64_t kern_to_u40(float e) {
     return (uint64_t)(e * 1099511627776.0f); /* e * 2^40 is exact; truncation */
 }
 
-/* ---- glue kernels for the model (entry points for model/elman.c; elementwise, exact at any width) ---- */
+/* ---- glue kernels for the model (entry points for model/lm.c and the bodies; elementwise, exact at any width) ---- */
 
 /* y[i] = a[i] + b[i] (bias adds: z = W·h + b).  y may equal a or b.  Any n >= 0. */
 void kern_add(float* y, const float* a, const float* b, int n);
@@ -126,7 +126,7 @@ void kern_add3(float* y, const float* a, const float* b, const float* c, int n);
 /* The backward's softmax and cross-entropy gradient of one head, from logits:
  *   m = z[0]; for i ascending: if (z[i] > m) m = z[i];   t_i = z[i] - m;   p_i = kern_exp(t_i);
  *   S = p_0 + p_1 + ... (float, ascending i);   p_i = p_i / S;   p[target] = p[target] - 1  (target < 0: none)
- * the bits of elman.c's softmax followed by its "pz[c] - 1".  With z finite, the max is order-free and so is
+ * the bits of lm.c's softmax followed by its "pz[c] - 1".  With z finite, the max is order-free and so is
  * everything but S, which stays sequential.  p must not alias z.  n >= 1. */
 void kern_softmax_xent(float* p, const float* z, int n, int target);
 /* The same from exps already computed, e_i = kern_exp(z_i - m) (e.g. the quantiser's ebits, as floats):
@@ -136,7 +136,7 @@ void kern_softmax_e(float* p, const float* e, int n, int target);
 
 /* One output head of the backward, fused: kern_softmax_xent(p, z, n, target); gb[j] = gb[j] + p[j] (j < n);
  * dh += W[n][H]ᵀ · p (kern_matvec_t_acc, rows ascending).  The same bits as those three steps in that order
- * (elman.c's class, word, case and gap heads).  p must not alias z, W, dh or gb. */
+ * (lm.c's class, word, case and gap heads).  p must not alias z, W, dh or gb. */
 void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target);
 
 /* Dynamic-evaluation update of n scattered single parameters (the one-float bias rows bo[r]):

@@ -1,881 +1,123 @@
-/* elman.c: the Elman model: forward step, truncated-BPTT backward over a segment, the dynamic-evaluation
- * update with lazy decay, snapshot/rollback (codec/FORMAT.md §2, §6).
+/* elman.c: the Elman body (codec/FORMAT.md §2): one tanh recurrent layer, h' = tanh((Wx·x + Wh·h) + bh).
  *
- * Forward (§2): logits from the state h; after the token, x = (E[w] + Ecase[case]) + Egap[gap],
- * h' = tanh((Wx·x + Wh·h) + bh), products by kern_matvec (16-lane canonical order), tanh by kern_tanh_vec.
- *
- * Segment (adaptive mode): elman_advance records for token t the state s_t it was predicted from, its
- * logits (class, the word logits of its class, case, gap) and its symbols.  The loss of token t is
- * −ln softmax(zc)[c] − ln softmax(zw)[w−a] − [case_coded] ln softmax(zk[0..2])[case] − ln softmax(zg)[gap].
- * Softmax for the backward: m = max (sequential), e_i = kern_exp(z_i − m), S = Σ e_i in ascending i,
- * p_i = e_i / S.  Backward runs t = T−1 down to 0 and accumulates, for each t, in this order:
- *   dh = dh_next; class head (dWc += dz⊗s, dbc += dz, dh += Wcᵀdz); word head (rows a..b of Wo/bo);
- *   case head (rows 0..2 of Uc, Bc[w][0..2]) if coded; gap head (Ug, Bg[w]);
- *   if t > 0: da = dh·(1 − s_t·s_t); dWx += da⊗x_{t−1}; dWh += da⊗s_{t−1}; dbh += da;
- *             dx = Wxᵀda; dE[w_{t−1}] += dx; dEcase[case_{t−1}] += dx; dEgap[gap_{t−1}] += dx;
- *             dh_next = Whᵀda   (Wᵀd products by kern_matvec_t_acc: ascending rows).
- * s_0 (the state carried in) is a constant, so the transition of the segment's last token gets no gradient.
- *
- * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·ELM_CLIP (float), per parameter:
- *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
- * Dense tensors (Ecase, Egap, Wx, Wh, bh, Wc, bc, Uc, Ug) are updated every segment.  Big tables are
- * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
- * class predicted, Bc/Bg rows of every w_t (Bc gets a zero gradient when the case was not coded).  Before
- * its update a touched row catches up the k = seg_no − last − 1 updates it missed (decay only):
- *   th = th0 + (th − th0)·q_k  (fused with the step: kern_decay_sgd),   q_0 = 1, q_k = q_{k−1}·(1 − decay) (float), k capped at QCAP,
- * q_k below 2^−100 flushed to 0.  Rows not touched keep their stored value (the forward reads it as is).
- * seg_no counts non-empty segments since the reset (the first update is 1).
- *
- * Memory: ElmanWeights holds θ0 as stored (binary16 or float32, usually the caller's mapped file) plus a
- * float32 copy of the dense tensors.  A static Elman reads θ0 directly.  A dynamic Elman keeps a float32
- * working copy of the dense tensors and copies a big-table row from θ0 only when a segment first touches
- * it (backward's touch pass, before any gradient is computed): rows of E and Bc/Bg by word id, Wo/bo a whole
- * class at a time (a class's rows are always touched together, so they share one catch-up count).  An
- * untouched row holds θ0 exactly, which is what the full-copy formulation holds too, so the bits are the
- * same; memory grows with the rows a stream touches, never beyond one copy of the block.
+ * Tensors (in the block after Egap): Wx (H×D), Wh (H×H), bh (H).  State S = h (H floats).
+ * Forward, one step from input x (D):  pre = Wx·x;  tmp = Wh·h;  pre = (pre + tmp) + bh;  h = tanh(pre)
+ *   (products by kern_matvec, 16-lane canonical order; tanh by kern_tanh_vec).
+ * Backward of the transition that produced s_t from (s_{t-1}, x_{t-1}), given dh = ∂L/∂s_t:
+ *   da = dh·(1 − s_t·s_t);  dbh += da;  dx = Wxᵀda;  dh_{t-1} = Whᵀda   (Wᵀd products by kern_matvec_t_acc:
+ *   ascending rows, from zero);
+ *   then over the segment: dWx = Σ_i da_i ⊗ x_i, dWh = Σ_i da_i ⊗ s_i (i = T−1−t ascending,
+ *   kern_outer_acc_seq).
  */
 #include "../common/fpenv.h"
-#include "elman.h"
+#include "body.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/kern.h"
 
-#define QCAP 4096
-/* Gradient clipping: each parameter moves by at most lr * ELM_CLIP per update (the normalised gradient is
- * clipped elementwise at ±16).  On dev (tools/dev_sample.py) clips of 1 and 4 cost 1–7% and 16 is neutral
- * at the tuned lr while it bounds the damage of an outlier segment; larger lr diverged with or without it. */
-#define ELM_CLIP 16.0f
+enum { WX, WH, BH };
 
-/* The dense tensors in the order of the dense layout (θ0 copy, working copy, gradient): Ecase .. bc
- * (contiguous in §2), then Uc, then Ug. */
-static const int DENSE[] = {ELM_ECASE, ELM_EGAP, ELM_WX, ELM_WH, ELM_BH, ELM_WC, ELM_BC, ELM_UC, ELM_UG};
-#define NDENSE ((int)(sizeof DENSE / sizeof DENSE[0]))
+typedef struct {
+    float *pre, *tmp;   /* (H) (H) forward scratch */
+    float* da;          /* (seg_cap × H) da of each transition, row i = token T-1-i (adaptive) */
+    const float** pd;   /* (seg_cap) */
+} ElmanScratch;
 
-struct ElmanWeights {
-    int V, D, H, C, maxcs, seg_len;
-    float decay;
-    float lim; /* lr * ELM_CLIP: the largest change of one parameter per update */
-    float step[ELM_NTENSORS];
-    float q[QCAP + 1];
-    size_t np, off[ELM_NTENSORS + 1];
-    size_t doff[ELM_NTENSORS]; /* offset of a dense tensor in the dense layout */
-    size_t ndense;
-    int half;            /* θ0 stored as binary16 (w16) or float32 (w32) */
-    const uint16_t* w16; /* (np) */
-    const float* w32;    /* (np) */
-    void* own;           /* the block, when it had to be copied (misaligned or big-endian host) */
-    float* dense;        /* (ndense) θ0 of the dense tensors as float32 */
-    int32_t* cs;         /* (C+1) class_start */
-    int32_t* cls;        /* (V) class of each id */
-    size_t bytes;
-};
+static const char* const NAMES[] = {"Wx", "Wh", "bh"};
 
-struct Elman {
-    const ElmanWeights* w;
-    int V, D, H, C, adapt, seg_cap, maxcs, capO;
-
-    float* h;        /* (H) */
-    float *zc, *zw, *zk, *zg;
-    int zc_ok, zw_c, zk_w, zg_w; /* logit caches: valid flag / argument, -1 = invalid */
-    float *xbuf, *pre, *tmp;     /* (D) (H) (H) */
-    float *erow, *brow, *borow;  /* θ0 rows converted for reading: (D) (8) (maxcs) */
-
-    /* ---- adapted weights (adaptive) ---- */
-    float* p;  /* (np) the §2 block in float32: dense tensors always valid, a big-table row only once materialised */
-    float* t0; /* (max(maxcs*H, D)) θ0 rows converted for the update */
-    uint8_t *matE, *matB, *matC; /* (V) (V) (C): the row of E, of Bc+Bg, the class block of Wo+bo is in p */
-
-    /* ---- segment (adaptive) ---- */
-    int T;
-    int32_t* segi; /* (seg_cap*5): w, class, case, gap, case_coded per token */
-    float* segf;   /* (seg_cap*(H + C + maxcs + 12)) */
-    float *sh, *szc, *szw, *szk, *szg;
-
-    /* ---- gradient (adaptive) ---- */
-    float* gd; /* dense tensors, the dense layout */
-    float* gE;          /* (seg_cap × D) rows of lsE */
-    float *gWo, *gbo;   /* (capO × H), (capO) rows of lsO */
-    float *gBc, *gBg;   /* (seg_cap × 4), (seg_cap × 8) rows of lsB */
-    uint32_t epoch;     /* bumped every backward; never restored */
-    uint32_t *stE, *stO, *stB; /* (V) epoch of the last touch */
-    int32_t *slE, *slO, *slB;  /* (V) slot in the compact gradient of a touched row */
-    int32_t *lsE, *lsO, *lsB;  /* touched rows, in first-touch order */
-    int32_t* lsC;              /* (seg_cap) touched classes, in first-touch order */
-    int nE, nO, nB, nC;
-    float *dh, *dhn, *dx;      /* (H) (H) (D) */
-    /* per-token backward vectors, row i = token T-1-i (the order the outer products are summed in) */
-    float *bzc, *bzw, *bzk, *bzg, *bda, *bx; /* (S×C) (S×maxcs) (S×4) (S×8) (S×H) (S×D) */
-    const float **pd, **px;                  /* (S) pointer lists for kern_outer_acc_seq */
-    uint32_t* stC;                           /* (C) epoch of the last grouping of a class */
-
-    /* ---- lazy decay ---- */
-    uint32_t seg_no;
-    uint32_t *lastE, *lastC, *lastB; /* (V) (C) (V): the last update of an E row, a class block, a Bc/Bg row */
-
-    /* ---- snapshot: the dense tensors, the materialised rows, flags, counters, h and the segment ---- */
-    int has_snap;
-    float *s_p, *s_h, *s_segf;
-    uint8_t *s_matE, *s_matB, *s_matC;
-    uint32_t *s_lastE, *s_lastC, *s_lastB;
-    int32_t* s_segi;
-    uint32_t s_seg_no;
-    int s_T;
-
-    size_t bytes;
-};
-
-void elman_tensor_offsets(const NlmConfig* cfg, size_t off[ELM_NTENSORS + 1]) {
-    size_t V = (size_t)cfg->V, D = (size_t)cfg->D, H = (size_t)cfg->H, C = (size_t)cfg->C;
-    size_t sz[ELM_NTENSORS] = {V * D, 4 * D, 8 * D, H * D, H * H, H, C * H, C, V * H, V, 4 * H, V * 4, 8 * H, V * 8};
-    off[0] = 0;
-    for (int t = 0; t < ELM_NTENSORS; t++) off[t + 1] = off[t] + sz[t];
+static void shapes(int D, int H, size_t sz[]) {
+    sz[WX] = (size_t)H * (size_t)D;
+    sz[WH] = (size_t)H * (size_t)H;
+    sz[BH] = (size_t)H;
 }
 
-static int config_ok(const NlmConfig* cfg) {
-    if (!cfg) return 0;
-    if (cfg->V < 2 || cfg->C < 1 || cfg->C > cfg->V) return 0;
-    if (cfg->D <= 0 || cfg->H <= 0 || cfg->D % 16 || cfg->H % 16) return 0;
-    if (cfg->V > (1 << 24) || cfg->D > 4096 || cfg->H > 4096) return 0;
-    if (cfg->seg_len < 1 || cfg->seg_len > 65536) return 0;
-    return 1;
+static int state_floats(int D, int H) {
+    (void)D;
+    return H;
 }
 
-size_t nlm_param_count(const NlmConfig* cfg) {
-    if (!config_ok(cfg)) return 0;
-    size_t off[ELM_NTENSORS + 1];
-    elman_tensor_offsets(cfg, off);
-    return off[ELM_NTENSORS];
+static void scratch_free(LmBody* b) {
+    ElmanScratch* s = b->mem;
+    if (!s) return;
+    free(s->pre);
+    free(s->tmp);
+    free(s->da);
+    free((void*)s->pd);
+    free(s);
+    b->mem = NULL;
 }
 
-static void* walloc(size_t* bytes, size_t n, int zero) {
-    if (n == 0) n = 1;
-    void* p = zero ? calloc(1, n) : malloc(n);
-    if (p) *bytes += n;
-    return p;
-}
-
-/* θ0[o, o+n) as float32: a pointer into the block (float32 models) or converted into buf. */
-static const float* theta0(const ElmanWeights* w, size_t o, size_t n, float* buf) {
-    if (!w->half) return w->w32 + o;
-    kern_half_to_float_vec(buf, w->w16 + o, n);
-    return buf;
-}
-
-static int host_little_endian(void) {
-    const uint16_t one = 1;
-    uint8_t b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
-void elman_weights_free(ElmanWeights* w) {
-    if (!w) return;
-    free(w->own);
-    free(w->dense);
-    free(w->cs);
-    free(w->cls);
-    free(w);
-}
-
-size_t elman_weights_memory(const ElmanWeights* w) { return w->bytes + sizeof *w; }
-
-ElmanWeights* elman_weights_new(const NlmConfig* cfg, const void* params, int dtype, const float* ms,
-                                const int32_t* class_start, int* err) {
-    int e = NLM_ERR_CONFIG;
-    ElmanWeights* w = NULL;
-    if (!config_ok(cfg) || !params || !class_start || (dtype != NLM_PARAM_F16 && dtype != NLM_PARAM_F32)) goto fail;
-    e = NLM_ERR_VOCAB;
-    if (class_start[0] != 0 || class_start[cfg->C] != cfg->V) goto fail;
-    int maxcs = 0;
-    for (int c = 0; c < cfg->C; c++) {
-        int n = class_start[c + 1] - class_start[c];
-        if (n <= 0) goto fail;
-        if (n > maxcs) maxcs = n;
+static int scratch_new(LmBody* b, size_t* bytes) {
+    size_t H = (size_t)b->H, S = (size_t)b->seg_cap;
+    ElmanScratch* s = calloc(1, sizeof *s);
+    b->mem = s;
+    if (!s) return -1;
+    size_t n = 2 * H * 4 + (b->adapt ? S * H * 4 + S * sizeof(float*) : 0);
+    s->pre = calloc(H, 4);
+    s->tmp = calloc(H, 4);
+    if (b->adapt) {
+        s->da = calloc(S * H, 4);
+        s->pd = calloc(S, sizeof(float*));
     }
-    e = NLM_ERR_NOMEM;
-    if (!(w = calloc(1, sizeof *w))) goto fail;
-    w->V = cfg->V, w->D = cfg->D, w->H = cfg->H, w->C = cfg->C, w->maxcs = maxcs, w->seg_len = cfg->seg_len;
-    w->decay = cfg->decay;
-    elman_tensor_offsets(cfg, w->off);
-    w->np = w->off[ELM_NTENSORS];
-    size_t V = (size_t)w->V, C = (size_t)w->C;
-    /* the block as stored, or a native-order copy when it cannot be read in place */
-    w->half = dtype == NLM_PARAM_F16;
-    size_t isz = w->half ? 2 : 4;
-    const void* blk = params;
-    /* binary16 is read at any address (kern_*_h); float32 needs 4-byte alignment */
-    const int le = host_little_endian();
-    if (!le || (!w->half && ((uintptr_t)params % 4) != 0)) {
-        uint8_t* cp = walloc(&w->bytes, w->np * isz, 0);
-        if (!cp) goto fail;
-        memcpy(cp, params, w->np * isz);
-        if (!le)
-            for (size_t i = 0; i < w->np * isz; i += isz)
-                for (size_t a = 0, b = isz - 1; a < b; a++, b--) {
-                    uint8_t t = cp[i + a];
-                    cp[i + a] = cp[i + b];
-                    cp[i + b] = t;
-                }
-        w->own = cp;
-        blk = cp;
+    if (!s->pre || !s->tmp || (b->adapt && (!s->da || !s->pd))) {
+        scratch_free(b);
+        return -1;
     }
-    if (w->half) w->w16 = (const uint16_t*)blk;
-    else w->w32 = (const float*)blk;
-    /* dense layout: Ecase .. bc as in §2, then Uc, then Ug */
-    size_t o = 0;
-    for (int i = 0; i < NDENSE; i++) {
-        int t = DENSE[i];
-        w->doff[t] = o;
-        o += w->off[t + 1] - w->off[t];
-    }
-    w->ndense = o;
-    int ok = (w->dense = walloc(&w->bytes, w->ndense * 4, 0)) != NULL;
-    ok &= (w->cs = walloc(&w->bytes, (C + 1) * 4, 0)) != NULL;
-    ok &= (w->cls = walloc(&w->bytes, V * 4, 0)) != NULL;
-    if (!ok) goto fail;
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    for (int i = 0; i < NDENSE; i++) {
-        int t = DENSE[i];
-        size_t n = w->off[t + 1] - w->off[t];
-        if (w->half) kern_half_to_float_vec(w->dense + w->doff[t], w->w16 + w->off[t], n);
-        else memcpy(w->dense + w->doff[t], w->w32 + w->off[t], n * 4);
-    }
-    for (int t = 0; t < ELM_NTENSORS; t++) {
-        float den = (ms ? ms[t] : 0.0f) + cfg->eps;
-        w->step[t] = (ms && den > 0.0f) ? cfg->lr / den : 0.0f;
-    }
-    w->lim = cfg->lr * ELM_CLIP;
-    float keep = 1.0f - cfg->decay;
-    w->q[0] = 1.0f;
-    for (int k = 1; k <= QCAP; k++) {
-        float v = w->q[k - 1] * keep;
-        w->q[k] = v < 0x1p-100f ? 0.0f : v;
-    }
-    nlm_fpenv_leave(&fe);
-    memcpy(w->cs, class_start, (C + 1) * 4);
-    for (int c = 0; c < w->C; c++)
-        for (int r = class_start[c]; r < class_start[c + 1]; r++) w->cls[r] = c;
-    if (err) *err = NLM_OK;
-    return w;
-fail:
-    elman_weights_free(w);
-    if (err) *err = e;
-    return NULL;
-}
-
-static void invalidate(Elman* m) {
-    m->zc_ok = 0;
-    m->zw_c = -1;
-    m->zk_w = -1;
-    m->zg_w = -1;
-}
-
-void elman_free(Elman* m) {
-    if (!m) return;
-    void* ps[] = {m->h,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->pre,    m->tmp,    m->erow,
-                  m->brow, m->borow, m->p,   m->t0,   m->matE,  m->matB,  m->matC,   m->segi,   m->segf,
-                  m->gd,   m->gE,   m->gWo,  m->gbo,  m->gBc,   m->gBg,   m->stE,    m->stO,    m->stB,
-                  m->slE,  m->slO,  m->slB,  m->lsE,  m->lsO,   m->lsB,   m->lsC,    m->dh,     m->dhn,
-                  m->dx,   m->bzc,  m->bzw,  m->bzk,   m->bzg,   m->bda,    m->bx,     (void*)m->pd,
-                  (void*)m->px, m->stC, m->lastE, m->lastC, m->lastB, m->s_p, m->s_h, m->s_segf, m->s_matE,
-                  m->s_matB, m->s_matC, m->s_lastE, m->s_lastC, m->s_lastB, m->s_segi};
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
-    free(m);
-}
-
-Elman* elman_new(const ElmanWeights* w, int adapt, int* err) {
-    Elman* m = NULL;
-    if (!w) {
-        if (err) *err = NLM_ERR_CONFIG;
-        return NULL;
-    }
-    if (!(m = calloc(1, sizeof *m))) goto fail;
-    m->w = w;
-    m->V = w->V, m->D = w->D, m->H = w->H, m->C = w->C, m->adapt = adapt ? 1 : 0;
-    m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
-    size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
-    size_t maxcs = (size_t)m->maxcs;
-    int ok = 1;
-#define ALLOC(field, nb) ok &= (m->field = walloc(&m->bytes, (nb), 1)) != NULL
-    ALLOC(h, H * 4);
-    ALLOC(zc, C * 4);
-    ALLOC(zw, maxcs * 4);
-    ALLOC(zk, 4 * 4);
-    ALLOC(zg, 8 * 4);
-    ALLOC(xbuf, D * 4);
-    ALLOC(pre, H * 4);
-    ALLOC(tmp, H * 4);
-    ALLOC(erow, D * 4);
-    ALLOC(brow, 8 * 4);
-    ALLOC(borow, maxcs * 4);
-    if (m->adapt) {
-        size_t capO = S * maxcs;
-        if (capO > V) capO = V;
-        m->capO = (int)capO;
-        /* the working block: its pages are touched only as rows are materialised (malloc, not calloc) */
-        ok &= (m->p = walloc(&m->bytes, w->np * 4, 0)) != NULL;
-        ALLOC(t0, (maxcs * H > D ? maxcs * H : D) * 4);
-        ALLOC(matE, V);
-        ALLOC(matB, V);
-        ALLOC(matC, C);
-        ALLOC(segi, S * 5 * 4);
-        ALLOC(segf, S * (H + C + maxcs + 12) * 4);
-        ALLOC(gd, w->ndense * 4);
-        ALLOC(gE, S * D * 4);
-        ALLOC(gWo, capO * H * 4);
-        ALLOC(gbo, capO * 4);
-        ALLOC(gBc, S * 4 * 4);
-        ALLOC(gBg, S * 8 * 4);
-        ALLOC(stE, V * 4);
-        ALLOC(stO, V * 4);
-        ALLOC(stB, V * 4);
-        ALLOC(slE, V * 4);
-        ALLOC(slO, V * 4);
-        ALLOC(slB, V * 4);
-        ALLOC(lsE, S * 4);
-        ALLOC(lsO, capO * 4);
-        ALLOC(lsB, S * 4);
-        ALLOC(lsC, S * 4);
-        ALLOC(dh, H * 4);
-        ALLOC(dhn, H * 4);
-        ALLOC(dx, D * 4);
-        ALLOC(bzc, S * C * 4);
-        ALLOC(bzw, S * maxcs * 4);
-        ALLOC(bzk, S * 4 * 4);
-        ALLOC(bzg, S * 8 * 4);
-        ALLOC(bda, S * H * 4);
-        ALLOC(bx, S * D * 4);
-        ALLOC(pd, S * sizeof(float*));
-        ALLOC(px, S * sizeof(float*));
-        ALLOC(stC, C * 4);
-        ALLOC(lastE, V * 4);
-        ALLOC(lastC, C * 4);
-        ALLOC(lastB, V * 4);
-    }
-#undef ALLOC
-    if (!ok) goto fail;
-    if (m->adapt) {
-        m->sh = m->segf;
-        m->szc = m->sh + S * H;
-        m->szw = m->szc + S * C;
-        m->szk = m->szw + S * maxcs;
-        m->szg = m->szk + S * 4;
-    }
-    elman_reset(m);
-    if (err) *err = NLM_OK;
-    return m;
-fail:
-    elman_free(m);
-    if (err) *err = NLM_ERR_NOMEM;
-    return NULL;
-}
-
-/* Dense tensor t as read by the forward and backward: the working copy (adaptive) or θ0 (static). */
-static const float* dense(const Elman* m, int t) {
-    return m->adapt ? m->p + m->w->off[t] : m->w->dense + m->w->doff[t];
-}
-
-/* Rows of the big tables as read by the forward and backward (valid until the next call with the same
- * scratch buffer): the materialised row (adaptive) or θ0. */
-static const float* e_row(Elman* m, int r, float* buf) {
-    const ElmanWeights* w = m->w;
-    size_t o = w->off[ELM_E] + (size_t)r * m->D;
-    if (m->adapt && m->matE[r]) return m->p + o;
-    return theta0(w, o, (size_t)m->D, buf);
-}
-
-static const float* bcase_row(Elman* m, int r) {
-    size_t o = m->w->off[ELM_BCASE] + (size_t)r * 4;
-    if (m->adapt && m->matB[r]) return m->p + o;
-    return theta0(m->w, o, 4, m->brow);
-}
-
-static const float* bgap_row(Elman* m, int r) {
-    size_t o = m->w->off[ELM_BGAP] + (size_t)r * 8;
-    if (m->adapt && m->matB[r]) return m->p + o;
-    return theta0(m->w, o, 8, m->brow);
-}
-
-/* Copy θ0 into p for a row / class block the first time a segment touches it. */
-static void mat_e(Elman* m, int r) {
-    if (m->matE[r]) return;
-    size_t o = m->w->off[ELM_E] + (size_t)r * m->D;
-    memcpy(m->p + o, theta0(m->w, o, (size_t)m->D, m->erow), (size_t)m->D * 4);
-    m->matE[r] = 1;
-}
-
-static void mat_b(Elman* m, int r) {
-    if (m->matB[r]) return;
-    size_t o = m->w->off[ELM_BCASE] + (size_t)r * 4;
-    memcpy(m->p + o, theta0(m->w, o, 4, m->brow), 16);
-    o = m->w->off[ELM_BGAP] + (size_t)r * 8;
-    memcpy(m->p + o, theta0(m->w, o, 8, m->brow), 32);
-    m->matB[r] = 1;
-}
-
-static void mat_c(Elman* m, int c) {
-    if (m->matC[c]) return;
-    const ElmanWeights* w = m->w;
-    size_t a = (size_t)w->cs[c], n = (size_t)(w->cs[c + 1] - w->cs[c]), H = (size_t)m->H;
-    size_t o = w->off[ELM_WO] + a * H;
-    memcpy(m->p + o, theta0(w, o, n * H, m->t0), n * H * 4);
-    o = w->off[ELM_BO] + a;
-    memcpy(m->p + o, theta0(w, o, n, m->t0), n * 4);
-    m->matC[c] = 1;
-}
-
-void elman_reset(Elman* m) {
-    if (m->adapt) {
-        const ElmanWeights* w = m->w;
-        for (int i = 0; i < NDENSE; i++) {
-            int t = DENSE[i];
-            memcpy(m->p + w->off[t], w->dense + w->doff[t], (w->off[t + 1] - w->off[t]) * 4);
-        }
-        memset(m->matE, 0, (size_t)m->V);
-        memset(m->matB, 0, (size_t)m->V);
-        memset(m->matC, 0, (size_t)m->C);
-        memset(m->lastE, 0, (size_t)m->V * 4);
-        memset(m->lastC, 0, (size_t)m->C * 4);
-        memset(m->lastB, 0, (size_t)m->V * 4);
-    }
-    m->seg_no = 0;
-    m->T = 0;
-    memset(m->h, 0, (size_t)m->H * 4);
-    invalidate(m);
-}
-
-/* ---- snapshot ---- */
-
-/* Copy the adapted weights of src into dst (both np-float blocks): the dense tensors and every row that
- * matE/matB/matC mark as materialised.  Touches only those pages. */
-static void copy_adapted(const Elman* m, float* dst, const float* src, const uint8_t* matE, const uint8_t* matB,
-                         const uint8_t* matC) {
-    const ElmanWeights* w = m->w;
-    size_t D = (size_t)m->D, H = (size_t)m->H;
-    for (int i = 0; i < NDENSE; i++) {
-        int t = DENSE[i];
-        memcpy(dst + w->off[t], src + w->off[t], (w->off[t + 1] - w->off[t]) * 4);
-    }
-    for (int r = 0; r < m->V; r++) {
-        if (matE[r]) memcpy(dst + w->off[ELM_E] + r * D, src + w->off[ELM_E] + r * D, D * 4);
-        if (matB[r]) {
-            memcpy(dst + w->off[ELM_BCASE] + (size_t)r * 4, src + w->off[ELM_BCASE] + (size_t)r * 4, 16);
-            memcpy(dst + w->off[ELM_BGAP] + (size_t)r * 8, src + w->off[ELM_BGAP] + (size_t)r * 8, 32);
-        }
-    }
-    for (int c = 0; c < m->C; c++) {
-        if (!matC[c]) continue;
-        size_t a = (size_t)w->cs[c], n = (size_t)(w->cs[c + 1] - w->cs[c]);
-        memcpy(dst + w->off[ELM_WO] + a * H, src + w->off[ELM_WO] + a * H, n * H * 4);
-        memcpy(dst + w->off[ELM_BO] + a, src + w->off[ELM_BO] + a, n * 4);
-    }
-}
-
-/* The adaptive bookkeeping (flags, catch-up counters, the current segment) into the snapshot (to_snap 1)
- * or back from it (0). */
-static void copy_flags(Elman* m, int to_snap) {
-    size_t H = (size_t)m->H, S = (size_t)m->seg_cap, V = (size_t)m->V, C = (size_t)m->C;
-    struct { void *live, *snap; size_t n; } f[] = {
-        {m->matE, m->s_matE, V},          {m->matB, m->s_matB, V},          {m->matC, m->s_matC, C},
-        {m->lastE, m->s_lastE, V * 4},    {m->lastC, m->s_lastC, C * 4},    {m->lastB, m->s_lastB, V * 4},
-        {m->segi, m->s_segi, S * 5 * 4},  {m->segf, m->s_segf, S * (H + C + (size_t)m->maxcs + 12) * 4}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        memcpy(to_snap ? f[i].snap : f[i].live, to_snap ? f[i].live : f[i].snap, f[i].n);
-}
-
-int elman_save(Elman* m) {
-    size_t H = (size_t)m->H, S = (size_t)m->seg_cap, V = (size_t)m->V, C = (size_t)m->C;
-    size_t nsegf = S * (H + C + (size_t)m->maxcs + 12);
-    if (!m->s_h) m->s_h = walloc(&m->bytes, H * 4, 1);
-    if (!m->s_h) return NLM_ERR_NOMEM;
-    if (m->adapt && !m->s_p) {
-        m->s_p = walloc(&m->bytes, m->w->np * 4, 0); /* pages touched only for materialised rows */
-        m->s_matE = walloc(&m->bytes, V, 1);
-        m->s_matB = walloc(&m->bytes, V, 1);
-        m->s_matC = walloc(&m->bytes, C, 1);
-        m->s_lastE = walloc(&m->bytes, V * 4, 1);
-        m->s_lastC = walloc(&m->bytes, C * 4, 1);
-        m->s_lastB = walloc(&m->bytes, V * 4, 1);
-        m->s_segi = walloc(&m->bytes, S * 5 * 4, 1);
-        m->s_segf = walloc(&m->bytes, nsegf * 4, 1);
-    }
-    if (m->adapt && (!m->s_p || !m->s_matE || !m->s_matB || !m->s_matC || !m->s_lastE || !m->s_lastC ||
-                     !m->s_lastB || !m->s_segi || !m->s_segf))
-        return NLM_ERR_NOMEM;
-    memcpy(m->s_h, m->h, H * 4);
-    if (m->adapt) {
-        copy_adapted(m, m->s_p, m->p, m->matE, m->matB, m->matC);
-        copy_flags(m, 1);
-    }
-    m->s_seg_no = m->seg_no;
-    m->s_T = m->T;
-    m->has_snap = 1;
-    return NLM_OK;
-}
-
-int elman_restore(Elman* m) {
-    size_t H = (size_t)m->H;
-    if (!m->has_snap) return NLM_ERR_STATE;
-    memcpy(m->h, m->s_h, H * 4);
-    if (m->adapt) {
-        /* rows materialised since the save fall back to θ0 through their flags */
-        copy_adapted(m, m->p, m->s_p, m->s_matE, m->s_matB, m->s_matC);
-        copy_flags(m, 0);
-    }
-    m->seg_no = m->s_seg_no;
-    m->T = m->s_T;
-    invalidate(m);
-    return NLM_OK;
-}
-
-int elman_class_of(const Elman* m, int w) { return (w >= 0 && w < m->V) ? m->w->cls[w] : 0; }
-int elman_class_start(const Elman* m, int c) { return (c >= 0 && c <= m->C) ? m->w->cs[c] : 0; }
-const float* elman_hidden(const Elman* m) { return m->h; }
-size_t elman_memory(const Elman* m) { return m->bytes + sizeof *m; }
-
-void elman_params(const Elman* m, float* out) {
-    const ElmanWeights* w = m->w;
-    if (w->half) kern_half_to_float_vec(out, w->w16, w->np);
-    else memcpy(out, w->w32, w->np * 4);
-    if (m->adapt) copy_adapted(m, out, m->p, m->matE, m->matB, m->matC);
-}
-
-/* ---- forward ---- */
-
-static void class_logits(Elman* m) {
-    if (m->zc_ok) return;
-    kern_matvec(m->zc, dense(m, ELM_WC), m->h, m->C, m->H);
-    kern_add(m->zc, m->zc, dense(m, ELM_BC), m->C);
-    m->zc_ok = 1;
-}
-
-static void word_logits(Elman* m, int c) {
-    if (m->zw_c == c) return;
-    const ElmanWeights* w = m->w;
-    int a = w->cs[c], n = w->cs[c + 1] - a;
-    size_t o = w->off[ELM_WO] + (size_t)a * m->H, ob = w->off[ELM_BO] + (size_t)a;
-    const float* bo;
-    if (m->adapt && m->matC[c]) {
-        kern_matvec(m->zw, m->p + o, m->h, n, m->H);
-        bo = m->p + ob;
-    } else {
-        if (w->half) /* binary16 rows read as stored: the same values as converting them first */
-            kern_matvec_h(m->zw, w->w16 + o, m->h, n, m->H);
-        else
-            kern_matvec(m->zw, w->w32 + o, m->h, n, m->H);
-        bo = theta0(w, ob, (size_t)n, m->borow);
-    }
-    kern_add(m->zw, m->zw, bo, n);
-    m->zw_c = c;
-}
-
-static void case_logits(Elman* m, int w) {
-    if (m->zk_w == w) return;
-    kern_matvec(m->zk, dense(m, ELM_UC), m->h, 4, m->H);
-    kern_add(m->zk, m->zk, bcase_row(m, w), 4);
-    m->zk_w = w;
-}
-
-static void gap_logits(Elman* m, int w) {
-    if (m->zg_w == w) return;
-    kern_matvec(m->zg, dense(m, ELM_UG), m->h, 8, m->H);
-    kern_add(m->zg, m->zg, bgap_row(m, w), 8);
-    m->zg_w = w;
-}
-
-const float* elman_class_logits(Elman* m) {
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    class_logits(m);
-    nlm_fpenv_leave(&fe);
-    return m->zc;
-}
-
-const float* elman_word_logits(Elman* m, int c, int* n) {
-    if (c < 0 || c >= m->C) c = 0;
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    word_logits(m, c);
-    nlm_fpenv_leave(&fe);
-    if (n) *n = m->w->cs[c + 1] - m->w->cs[c];
-    return m->zw;
-}
-
-const float* elman_case_logits(Elman* m, int w) {
-    if (w < 0 || w >= m->V) w = 0;
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    case_logits(m, w);
-    nlm_fpenv_leave(&fe);
-    return m->zk;
-}
-
-const float* elman_gap_logits(Elman* m, int w) {
-    if (w < 0 || w >= m->V) w = 0;
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    gap_logits(m, w);
-    nlm_fpenv_leave(&fe);
-    return m->zg;
-}
-
-/* x = (E[w] + Ecase[k]) + Egap[g]   (D) */
-static void input_vec(Elman* m, float* x, int w, int k, int g) {
-    const float* e = e_row(m, w, m->erow);
-    const float* ec = dense(m, ELM_ECASE) + (size_t)k * m->D;
-    const float* eg = dense(m, ELM_EGAP) + (size_t)g * m->D;
-    kern_add3(x, e, ec, eg, m->D);
-}
-
-static int end_segment(Elman* m);
-
-void elman_advance(Elman* m, int w, int ccase, int gap, int case_coded) {
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    if (w < 0 || w >= m->V) w = 0;
-    ccase &= 3;
-    gap &= 7;
-    case_coded = (case_coded && ccase <= 2) ? 1 : 0;
-    int H = m->H;
-    const int32_t* cs = m->w->cs;
-    if (m->adapt) {
-        if (m->T >= m->seg_cap) end_segment(m);
-        int t = m->T, c = m->w->cls[w];
-        class_logits(m);
-        word_logits(m, c);
-        case_logits(m, w);
-        gap_logits(m, w);
-        int32_t* si = m->segi + (size_t)t * 5;
-        si[0] = w, si[1] = c, si[2] = ccase, si[3] = gap, si[4] = case_coded;
-        memcpy(m->sh + (size_t)t * H, m->h, (size_t)H * 4);
-        memcpy(m->szc + (size_t)t * m->C, m->zc, (size_t)m->C * 4);
-        memcpy(m->szw + (size_t)t * m->maxcs, m->zw, (size_t)(cs[c + 1] - cs[c]) * 4);
-        memcpy(m->szk + (size_t)t * 4, m->zk, 16);
-        memcpy(m->szg + (size_t)t * 8, m->zg, 32);
-        m->T = t + 1;
-    }
-    input_vec(m, m->xbuf, w, ccase, gap);
-    kern_matvec(m->pre, dense(m, ELM_WX), m->xbuf, H, m->D);
-    kern_matvec(m->tmp, dense(m, ELM_WH), m->h, H, H);
-    kern_add3(m->pre, m->pre, m->tmp, dense(m, ELM_BH), H); /* (Wx·x + Wh·h) + bh */
-    kern_tanh_vec(m->h, m->pre, H);
-    invalidate(m);
-    nlm_fpenv_leave(&fe);
-}
-
-/* ---- backward ---- */
-
-static int touch(uint32_t* st, int32_t* sl, int32_t* ls, int* n, uint32_t epoch, int r) {
-    if (st[r] != epoch) {
-        st[r] = epoch;
-        sl[r] = *n;
-        ls[(*n)++] = r;
-        return 1;
-    }
+    *bytes += n + sizeof *s;
     return 0;
 }
 
-static void backward(Elman* m) {
-    int T = m->T, H = m->H, D = m->D, C = m->C;
-    const ElmanWeights* W = m->w;
-    const int32_t* cs = W->cs;
-    float* gd = m->gd;
-    float *gEcase = gd + W->doff[ELM_ECASE], *gEgap = gd + W->doff[ELM_EGAP], *gWx = gd + W->doff[ELM_WX];
-    float *gWh = gd + W->doff[ELM_WH], *gbh = gd + W->doff[ELM_BH], *gWc = gd + W->doff[ELM_WC];
-    float *gbc = gd + W->doff[ELM_BC], *gUc = gd + W->doff[ELM_UC], *gUg = gd + W->doff[ELM_UG];
-    m->epoch++;
-    if (m->epoch == 0) { /* wrapped: clear the stamps once every 2^32 segments */
-        memset(m->stE, 0, (size_t)m->V * 4);
-        memset(m->stO, 0, (size_t)m->V * 4);
-        memset(m->stB, 0, (size_t)m->V * 4);
-        memset(m->stC, 0, (size_t)m->C * 4);
-        m->epoch = 1;
-    }
-    m->nE = m->nO = m->nB = m->nC = 0;
-    /* touch pass: build the row lists, zero their compact gradient rows, and materialise the rows (copy θ0
-     * into p the first time the stream touches them) so that everything below reads and updates p */
-    for (int t = 0; t < T; t++) {
-        const int32_t* si = m->segi + (size_t)t * 5;
-        int w = si[0], c = si[1];
-        if (m->stO[cs[c]] != m->epoch) m->lsC[m->nC++] = c, mat_c(m, c);
-        for (int r = cs[c]; r < cs[c + 1]; r++)
-            if (touch(m->stO, m->slO, m->lsO, &m->nO, m->epoch, r)) m->gbo[m->slO[r]] = 0.0f;
-            /* its gWo row is written (not accumulated) by the class's kern_outer_acc_seq below */
-        if (touch(m->stB, m->slB, m->lsB, &m->nB, m->epoch, w)) {
-            memset(m->gBc + (size_t)m->slB[w] * 4, 0, 16);
-            memset(m->gBg + (size_t)m->slB[w] * 8, 0, 32);
-            mat_b(m, w);
-        }
-        if (t < T - 1 && touch(m->stE, m->slE, m->lsE, &m->nE, m->epoch, w)) {
-            memset(m->gE + (size_t)m->slE[w] * D, 0, (size_t)D * 4);
-            mat_e(m, w);
-        }
-    }
-    /* gradients summed by loops; gWc, gUc, gUg, gWx, gWh are written by kern_outer_acc_seq(zero_first) */
-    memset(gEcase, 0, 12 * (size_t)D * 4); /* Ecase and Egap are adjacent */
-    memset(gbh, 0, (size_t)H * 4);
-    memset(gbc, 0, (size_t)C * 4);
-    memset(m->dhn, 0, (size_t)H * 4);
-
-    const float *Wc = dense(m, ELM_WC), *Wo = m->p + W->off[ELM_WO], *Uc = dense(m, ELM_UC);
-    const float *Ug = dense(m, ELM_UG), *Wx = dense(m, ELM_WX), *Wh = dense(m, ELM_WH);
-    float* dh = m->dh;
-    for (int t = T - 1; t >= 0; t--) {
-        int i = T - 1 - t;
-        const int32_t* si = m->segi + (size_t)t * 5;
-        int w = si[0], c = si[1], k = si[2], g = si[3], cc = si[4];
-        const float* s = m->sh + (size_t)t * H;
-        memcpy(dh, m->dhn, (size_t)H * 4);
-        /* class head */
-        float* pz = m->bzc + (size_t)i * C;
-        kern_head_backward(dh, gbc, pz, m->szc + (size_t)t * C, Wc, C, H, c);
-        /* word head, rows a..b */
-        int a = cs[c], n = cs[c + 1] - a;
-        pz = m->bzw + (size_t)i * m->maxcs;
-        /* the class's rows have consecutive gradient slots */
-        kern_head_backward(dh, m->gbo + m->slO[a], pz, m->szw + (size_t)t * m->maxcs, Wo + (size_t)a * H, n, H, w - a);
-        /* case head over symbols 0..2 */
-        int sb = m->slB[w];
-        if (cc) {
-            pz = m->bzk + (size_t)i * 4;
-            kern_head_backward(dh, m->gBc + (size_t)sb * 4, pz, m->szk + (size_t)t * 4, Uc, 3, H, k);
-        }
-        /* gap head */
-        pz = m->bzg + (size_t)i * 8;
-        kern_head_backward(dh, m->gBg + (size_t)sb * 8, pz, m->szg + (size_t)t * 8, Ug, 8, H, g);
-        if (t == 0) break;
-        /* transition that produced s_t from token t-1 */
-        float* da = m->bda + (size_t)i * H;
-        for (int j = 0; j < H; j++) {
-            float s2 = s[j] * s[j];
-            float u = 1.0f - s2;
-            da[j] = dh[j] * u;
-        }
-        const int32_t* sp = m->segi + (size_t)(t - 1) * 5;
-        input_vec(m, m->bx + (size_t)i * D, sp[0], sp[2], sp[3]);
-        kern_add(gbh, gbh, da, H);
-        memset(m->dx, 0, (size_t)D * 4);
-        kern_matvec_t_acc(m->dx, Wx, da, H, D);
-        kern_axpy(m->gE + (size_t)m->slE[sp[0]] * D, 1.0f, m->dx, D);
-        kern_axpy(gEcase + (size_t)sp[2] * D, 1.0f, m->dx, D);
-        kern_axpy(gEgap + (size_t)sp[3] * D, 1.0f, m->dx, D);
-        memset(m->dhn, 0, (size_t)H * 4);
-        kern_matvec_t_acc(m->dhn, Wh, da, H, H);
-    }
-    /* weight gradients: sums of outer products over the tokens, i ascending (t descending) */
-    const float **pd = m->pd, **px = m->px;
-    for (int i = 0; i < T; i++) pd[i] = m->bzc + (size_t)i * C, px[i] = m->sh + (size_t)(T - 1 - i) * H;
-    kern_outer_acc_seq(gWc, pd, px, T, C, H, 1);
-    for (int i = 0; i < T; i++) pd[i] = m->bzg + (size_t)i * 8;
-    kern_outer_acc_seq(gUg, pd, px, T, 8, H, 1);
-    int nk = 0;
-    for (int i = 0; i < T; i++)
-        if (m->segi[(size_t)(T - 1 - i) * 5 + 4]) pd[nk] = m->bzk + (size_t)i * 4, px[nk++] = m->sh + (size_t)(T - 1 - i) * H;
-    kern_outer_acc_seq(gUc, pd, px, nk, 3, H, 1);
-    for (int i = 0; i + 1 < T; i++) pd[i] = m->bda + (size_t)i * H, px[i] = m->bx + (size_t)i * D;
-    kern_outer_acc_seq(gWx, pd, px, T - 1, H, D, 1);
-    for (int i = 0; i + 1 < T; i++) px[i] = m->sh + (size_t)(T - 2 - i) * H;
-    kern_outer_acc_seq(gWh, pd, px, T - 1, H, H, 1);
-    /* Wo rows, one class at a time (its rows have consecutive gradient slots) */
-    for (int i = 0; i < T; i++) {
-        int c = m->segi[(size_t)(T - 1 - i) * 5 + 1];
-        if (m->stC[c] == m->epoch) continue;
-        m->stC[c] = m->epoch;
-        int nt = 0;
-        for (int j = i; j < T; j++)
-            if (m->segi[(size_t)(T - 1 - j) * 5 + 1] == c)
-                pd[nt] = m->bzw + (size_t)j * m->maxcs, px[nt++] = m->sh + (size_t)(T - 1 - j) * H;
-        int a = cs[c];
-        kern_outer_acc_seq(m->gWo + (size_t)m->slO[a] * H, pd, px, nt, cs[c + 1] - a, H, 1);
-    }
+/* h (H) <- tanh((Wx·x + Wh·h) + bh) */
+static void step(LmBody* b, const float* const* P, const float* x, float* h) {
+    ElmanScratch* s = b->mem;
+    int H = b->H;
+    kern_matvec(s->pre, P[WX], x, H, b->D);
+    kern_matvec(s->tmp, P[WH], h, H, H);
+    kern_add3(s->pre, s->pre, s->tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
+    kern_tanh_vec(h, s->pre, H);
 }
 
-/* The update of n parameters th[0..n) (θ0 t0, gradient g) that last moved at update `last`: catch up the
- * k = seg_no - last - 1 decays they missed, then the step (one elementwise kernel: any grouping of rows
- * gives the same bits). */
-static void update_rows(Elman* m, float* th, const float* t0, const float* g, size_t n, float step, uint32_t last) {
-    const ElmanWeights* w = m->w;
-    uint32_t k = m->seg_no - last - 1;
-    if (k > 0)
-        kern_decay_sgd(th, t0, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
-    else
-        kern_sgd_decay(th, t0, g, step, w->decay, w->lim, (int)n);
+static void bwd_begin(LmBody* b, float* const* G) { memset(G[BH], 0, (size_t)b->H * 4); }
+
+static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, const float* s_t,
+                      const float* s_prev, const float* x_prev, const float* dh, float* dx, float* dh_prev) {
+    (void)s_prev;
+    (void)x_prev;
+    ElmanScratch* sc = b->mem;
+    int H = b->H, D = b->D;
+    float* da = sc->da + (size_t)i * H;
+    for (int j = 0; j < H; j++) {
+        float s2 = s_t[j] * s_t[j];
+        float u = 1.0f - s2;
+        da[j] = dh[j] * u;
+    }
+    kern_add(G[BH], G[BH], da, H);
+    memset(dx, 0, (size_t)D * 4);
+    kern_matvec_t_acc(dx, P[WX], da, H, D);
+    memset(dh_prev, 0, (size_t)H * 4);
+    kern_matvec_t_acc(dh_prev, P[WH], da, H, H);
 }
 
-static void update(Elman* m) {
-    const ElmanWeights* W = m->w;
-    size_t H = (size_t)m->H, D = (size_t)m->D;
-    float* p = m->p;
-    for (int i = 0; i < NDENSE; i++) {
-        int t = DENSE[i];
-        kern_sgd_decay(p + W->off[t], W->dense + W->doff[t], m->gd + W->doff[t], W->step[t], W->decay, W->lim,
-                       (int)(W->off[t + 1] - W->off[t]));
-    }
-    for (int i = 0; i < m->nE; i++) {
-        int r = m->lsE[i];
-        size_t o = W->off[ELM_E] + (size_t)r * D;
-        update_rows(m, p + o, theta0(W, o, D, m->t0), m->gE + (size_t)i * D, D, W->step[ELM_E], m->lastE[r]);
-        m->lastE[r] = m->seg_no;
-    }
-    /* Wo and bo a class at a time: its rows have consecutive gradient slots and one catch-up count */
-    for (int i = 0; i < m->nC; i++) {
-        int c = m->lsC[i], a = W->cs[c];
-        size_t n = (size_t)(W->cs[c + 1] - a), sl = (size_t)m->slO[a];
-        size_t o = W->off[ELM_WO] + (size_t)a * H;
-        update_rows(m, p + o, theta0(W, o, n * H, m->t0), m->gWo + sl * H, n * H, W->step[ELM_WO], m->lastC[c]);
-        o = W->off[ELM_BO] + (size_t)a;
-        update_rows(m, p + o, theta0(W, o, n, m->t0), m->gbo + sl, n, W->step[ELM_BO], m->lastC[c]);
-        m->lastC[c] = m->seg_no;
-    }
-    for (int i = 0; i < m->nB; i++) {
-        int r = m->lsB[i];
-        size_t o = W->off[ELM_BCASE] + (size_t)r * 4;
-        update_rows(m, p + o, theta0(W, o, 4, m->t0), m->gBc + (size_t)i * 4, 4, W->step[ELM_BCASE], m->lastB[r]);
-        o = W->off[ELM_BGAP] + (size_t)r * 8;
-        update_rows(m, p + o, theta0(W, o, 8, m->t0), m->gBg + (size_t)i * 8, 8, W->step[ELM_BGAP], m->lastB[r]);
-        m->lastB[r] = m->seg_no;
-    }
+static void bwd_finish(LmBody* b, float* const* G, int n, const float* const* s_prev, const float* const* x_prev) {
+    ElmanScratch* sc = b->mem;
+    int H = b->H, D = b->D;
+    for (int i = 0; i < n; i++) sc->pd[i] = sc->da + (size_t)i * H;
+    kern_outer_acc_seq(G[WX], sc->pd, x_prev, n, H, D, 1);
+    kern_outer_acc_seq(G[WH], sc->pd, s_prev, n, H, H, 1);
 }
 
-static int end_segment(Elman* m) {
-    if (m->adapt && m->T > 0) {
-        backward(m);
-        m->seg_no++;
-        update(m);
-        invalidate(m);
-    }
-    m->T = 0;
-    return NLM_OK;
-}
-
-int elman_end_segment(Elman* m) {
-    NlmFpEnv fe;
-    nlm_fpenv_enter(&fe);
-    int r = end_segment(m);
-    nlm_fpenv_leave(&fe);
-    return r;
-}
-
-void elman_debug_grad(const Elman* m, float* out) {
-    const ElmanWeights* W = m->w;
-    memset(out, 0, W->np * 4);
-    if (!m->adapt) return;
-    int H = m->H, D = m->D;
-    for (int i = 0; i < NDENSE; i++) {
-        int t = DENSE[i];
-        memcpy(out + W->off[t], m->gd + W->doff[t], (W->off[t + 1] - W->off[t]) * 4);
-    }
-    for (int i = 0; i < m->nE; i++)
-        memcpy(out + W->off[ELM_E] + (size_t)m->lsE[i] * D, m->gE + (size_t)i * D, (size_t)D * 4);
-    for (int i = 0; i < m->nO; i++) {
-        memcpy(out + W->off[ELM_WO] + (size_t)m->lsO[i] * H, m->gWo + (size_t)i * H, (size_t)H * 4);
-        out[W->off[ELM_BO] + m->lsO[i]] = m->gbo[i];
-    }
-    for (int i = 0; i < m->nB; i++) {
-        memcpy(out + W->off[ELM_BCASE] + (size_t)m->lsB[i] * 4, m->gBc + (size_t)i * 4, 16);
-        memcpy(out + W->off[ELM_BGAP] + (size_t)m->lsB[i] * 8, m->gBg + (size_t)i * 8, 32);
-    }
-}
+const LmBodyOps lm_body_elman = {
+    .name = "elman",
+    .ntensors = 3,
+    .tensor_names = NAMES,
+    .shapes = shapes,
+    .state_floats = state_floats,
+    .scratch_new = scratch_new,
+    .scratch_free = scratch_free,
+    .step = step,
+    .bwd_begin = bwd_begin,
+    .bwd_token = bwd_token,
+    .bwd_finish = bwd_finish,
+};

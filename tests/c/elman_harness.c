@@ -1,5 +1,5 @@
-/* elman_harness.c: drives csrc/model/elman.c on a model and token stream read from a file, writes every
- * logit vector, every hidden state and (on request) parameters / gradients to an output file, for
+/* elman_harness.c: drives the model interface (csrc/model/lm.c) with the Elman body (elman.c) on a model
+ * and token stream read from a file, writes every logit vector, every hidden state and (on request) parameters / gradients to an output file, for
  * tests/test_elman_c.py.
  *
  * Usage: elman_harness IN OUT
@@ -22,7 +22,7 @@
 #endif
 
 #include "../../csrc/kernels/kern.h"
-#include "../../csrc/model/elman.h"
+#include "../../csrc/model/lm.h"
 
 static void die(const char* s) {
     fprintf(stderr, "elman_harness: %s\n", s);
@@ -38,26 +38,26 @@ static NlmConfig cfg;
 static float* gbuf;
 
 /* run tokens [from, to); *inseg: tokens in the current segment */
-static void run(Elman* m, int from, int to, int* inseg, FILE* out) {
+static void run(Lm* m, int from, int to, int* inseg, FILE* out) {
     size_t np = nlm_param_count(&cfg);
     for (int t = from; t < to; t++) {
         int w = tok[4 * t], k = tok[4 * t + 1], g = tok[4 * t + 2], cc = tok[4 * t + 3];
-        int c = elman_class_of(m, w), n;
-        const float* zc = elman_class_logits(m);
+        int c = lm_class_of(m, w), n;
+        const float* zc = lm_class_logits(m);
         if (out) fwrite(zc, 4, (size_t)cfg.C, out);
-        const float* zw = elman_word_logits(m, c, &n);
+        const float* zw = lm_word_logits(m, c, &n);
         if (out) fwrite(zw, 4, (size_t)n, out);
-        if (out) fwrite(elman_case_logits(m, w), 4, 4, out);
-        if (out) fwrite(elman_gap_logits(m, w), 4, 8, out);
-        elman_advance(m, w, k, g, cc);
-        if (out) fwrite(elman_hidden(m), 4, (size_t)cfg.H, out);
+        if (out) fwrite(lm_case_logits(m, w), 4, 4, out);
+        if (out) fwrite(lm_gap_logits(m, w), 4, 8, out);
+        lm_advance(m, w, k, g, cc);
+        if (out) fwrite(lm_hidden(m), 4, (size_t)cfg.H, out);
         (*inseg)++;
         if (*inseg == seg_len || w == 1 || t == ntok - 1) {
-            elman_end_segment(m);
+            lm_end_segment(m);
             *inseg = 0;
-            if (out && (flags & 1)) elman_params(m, gbuf), fwrite(gbuf, 4, np, out);
+            if (out && (flags & 1)) lm_params(m, gbuf), fwrite(gbuf, 4, np, out);
             if (out && (flags & 2)) {
-                elman_debug_grad(m, gbuf);
+                lm_debug_grad(m, gbuf);
                 fwrite(gbuf, 4, np, out);
             }
         }
@@ -93,31 +93,31 @@ int main(int argc, char** argv) {
     if (flags & 4) _mm_setcsr(0x9FC0 | 0x2000); /* FTZ | DAZ | round down */
 #endif
     int err;
-    ElmanWeights* wts = elman_weights_new(&cfg, params, NLM_PARAM_F32, ms, cs, &err);
-    if (!wts) die("elman_weights_new failed");
-    Elman* m = elman_new(wts, adapt, &err);
-    if (!m) die("elman_new failed");
+    LmWeights* wts = lm_weights_new(&cfg, &lm_body_elman, params, NLM_PARAM_F32, ms, cs, &err);
+    if (!wts) die("lm_weights_new failed");
+    Lm* m = lm_new(wts, adapt, &err);
+    if (!m) die("lm_new failed");
     FILE* out = fopen(argv[2], "wb");
     if (!out) die("cannot open output");
     int inseg = 0;
     if (flags & 8) {
         int a = ntok / 3, b = 2 * ntok / 3;
         run(m, 0, a, &inseg, out);
-        if (elman_save(m)) die("save failed");
+        if (lm_save(m)) die("save failed");
         int saved_inseg = inseg;
         run(m, a, b, &inseg, NULL);
-        if (elman_restore(m)) die("restore failed");
+        if (lm_restore(m)) die("restore failed");
         inseg = saved_inseg;
         run(m, a, ntok, &inseg, out);
     } else {
         run(m, 0, ntok, &inseg, out);
     }
-    elman_params(m, gbuf);
+    lm_params(m, gbuf);
     fwrite(gbuf, 4, np, out);
     fclose(out);
-    fprintf(stderr, "simd_level=%d memory=%zu\n", kern_simd_level(), elman_memory(m));
-    elman_free(m);
-    elman_weights_free(wts);
+    fprintf(stderr, "simd_level=%d memory=%zu\n", kern_simd_level(), lm_memory(m));
+    lm_free(m);
+    lm_weights_free(wts);
     free(params), free(gbuf), free(tok), free(cs);
     return 0;
 }

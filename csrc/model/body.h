@@ -1,0 +1,60 @@
+/* body.h: what a model type implements, the "body" between the input embedding and the heads
+ * (codec/FORMAT.md §2).
+ *
+ * Every model type shares the input layer x_t = (E[w_t] + Ecase[case_t]) + Egap[gap_t] (D) and the heads
+ * that read the vector h (H): class, word (class-factored), case and gap (csrc/model/lm.c).  The body maps
+ * the inputs seen so far to h.  It carries a state S from token to token (S_floats floats, S[0..H) = h,
+ * all zeros after a reset), and owns a list of dense tensors stored in the parameter block between Egap
+ * and Wc.  A body keeps no other state between tokens: everything a snapshot must restore lives in S, so
+ * lm.c saves and restores streams without asking the body.
+ *
+ * The dynamic-evaluation machinery (the segment record, the heads' backward, the input layer's row
+ * gradients, the RMS-normalised step with decay toward θ0, lazy rows, clipping, snapshots) is lm.c's and
+ * the same for every body.  A body provides one forward function (one step) and a backward split in three
+ * calls per segment, for the tokens t = T-1 down to 1 (truncated BPTT, FORMAT.md §6):
+ *     bwd_begin(b, G)                                  zero what bwd_token accumulates by addition
+ *     bwd_token(b, P, G, i, S_t, S_prev, x_prev, dS, dx, dS_prev)   for each t, i = T-1-t ascending
+ *     bwd_finish(b, G, n, S_prev_list, x_prev_list)    the weight gradients (sums over the segment)
+ * dS (S_floats) is the loss gradient with respect to S_t (the heads' contribution already added); the body
+ * writes the gradient with respect to x_{t-1} into dx (D) and with respect to S_{t-1} into dS_prev
+ * (S_floats).  Tensors: P[k] the k-th body tensor as the forward reads it (the stream's working copy or
+ * θ0), G[k] its gradient.  The bits of every result are part of the format: a body's arithmetic is fixed
+ * operation by operation (kernels with the canonical order, csrc/kernels/kern.h).
+ */
+#ifndef NLM_BODY_H
+#define NLM_BODY_H
+
+#include <stddef.h>
+
+#define LM_MAX_BODY_TENSORS 8
+
+typedef struct LmBodyOps LmBodyOps;
+
+/* One stream's scratch for a body: created by ops->scratch_new, used only inside one call. */
+typedef struct {
+    int D, H, seg_cap, adapt;
+    void* mem;
+} LmBody;
+
+struct LmBodyOps {
+    const char* name;                                    /* model type, as in a model file */
+    int ntensors;                                        /* body tensors (<= LM_MAX_BODY_TENSORS) */
+    const char* const* tensor_names;                     /* (ntensors) */
+    void (*shapes)(int D, int H, size_t sz[]);           /* floats of each body tensor */
+    int (*state_floats)(int D, int H);                   /* S_floats */
+    /* per-stream scratch; *bytes grows by what was allocated; 0 on success */
+    int (*scratch_new)(LmBody* b, size_t* bytes);
+    void (*scratch_free)(LmBody* b);
+    /* forward: S (S_floats, in/out) advanced by the input x (D) */
+    void (*step)(LmBody* b, const float* const* P, const float* x, float* S);
+    void (*bwd_begin)(LmBody* b, float* const* G);
+    void (*bwd_token)(LmBody* b, const float* const* P, float* const* G, int i, const float* S_t,
+                      const float* S_prev, const float* x_prev, const float* dS, float* dx, float* dS_prev);
+    /* n = T-1 transitions; S_prev[i], x_prev[i]: the state and input of token T-2-i */
+    void (*bwd_finish)(LmBody* b, float* const* G, int n, const float* const* S_prev, const float* const* x_prev);
+};
+
+/* The model types of the core. */
+extern const LmBodyOps lm_body_elman; /* elman.c */
+
+#endif /* NLM_BODY_H */
