@@ -2,7 +2,7 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/unk_rates.py [--model PATH] [-o benchmarks/unk_rates.md]
 
-Model (vocabulary): ``--model``, else ``python/nlmcodec/models/default.nlmm`` if it exists, else
+Model (vocabulary): ``--model``, else the bundled ``default`` (the newest ``python/nlmcodec/models/default-N.nlmm``) if there is one, else
 ``runs/default/best.nlmm`` (the default training run's current best checkpoint; every checkpoint of that run
 has the same vocabulary).
 
@@ -40,8 +40,9 @@ KIND_END, KIND_WORD = 0, 1
 
 
 def default_model_path() -> str:
-    bundled = os.path.join(ROOT, "python", "nlmcodec", "models", "default.nlmm")
-    return bundled if os.path.isfile(bundled) else os.path.join(ROOT, "runs", "default", "best.nlmm")
+    import nlmcodec
+    bundled = nlmcodec._bundled_files().get("default")     # the newest default-N
+    return str(bundled) if bundled else os.path.join(ROOT, "runs", "default", "best.nlmm")
 
 
 def load_model(path: str, tries: int = 5) -> Model:
@@ -119,7 +120,7 @@ def dev_documents(path: str):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None, help="model file (default: bundled default.nlmm, else runs/default/best.nlmm)")
+    ap.add_argument("--model", default=None, help="model file (default: the bundled default, else runs/default/best.nlmm)")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "unk_rates.md"))
     ap.add_argument("--no-dev", action="store_true", help="skip the dev reference row")
     ap.add_argument("--check", default="calgary/paper5,canterbury/alice29.txt,calgary/geo,calgary/obj1",

@@ -252,9 +252,9 @@ for name, entry in sorted(man.items()):
     if len(raw) > 32768:
         continue
     assert nlmcodec.decompress(frame) == raw, name
-    if entry["reencode"] and entry["model"] and entry["format_version"] == nlmcodec.FORMAT_VERSION \
-            and entry["model"] in nlmcodec._bundled_files():
-        m = nlmcodec.load_model(entry["model"])
+    mname = nlmcodec._bundled_name_by_id(bytes.fromhex(entry["model_id"])) if entry["model_id"] else None
+    if entry["reencode"] and mname and entry["format_version"] == nlmcodec.FORMAT_VERSION:
+        m = nlmcodec.load_model(mname)      # by id: the vectors of "default" were written with default-1
         assert nlmcodec.compress(raw, model=m, adapt=entry["adapt"], check=entry["check"]) == frame, name
         done += 1
 print(done)

@@ -1,4 +1,5 @@
 """The .nlmm model file: round trip, model id, and rejection of bad files."""
+import pathlib
 import struct
 
 import numpy as np
@@ -137,3 +138,47 @@ def test_loaded_model_reads_the_file_in_place():
     assert m._params is None                                     # building the native model converted nothing
     shared = nlmcodec.load_model("default")
     assert shared.native() is nlmcodec.load_model("default").native()
+
+
+def test_every_default_stays_bundled():
+    """A new default never orphans old frames: every default shipped is bundled as default-N, "default" is
+    the newest, and a frame written with any of them (golden vectors included) decodes without model=."""
+    import json
+
+    import nlmcodec
+
+    files = nlmcodec._bundled_files()
+    gens = {n: p for n, p in files.items() if nlmcodec._default_generation(n) is not None}
+    assert gens, "no default-N model is bundled"
+    newest = max(gens, key=nlmcodec._default_generation)
+    assert files["default"] == gens[newest] and nlmcodec._default_model_name() == newest
+    text = b"It was the best of times, it was the worst of times; the Kanzler Grimsbyte wrote 42 lines.\n" * 3
+    for n, p in gens.items():
+        assert json.loads(p.with_suffix(".json").read_text())["model"] == p.name, n
+        for adapt in (False, True):
+            assert nlmcodec.decompress(nlmcodec.compress(text, model=n, adapt=adapt)) == text, n
+    # every golden vector that names a model names a bundled one, by id (the names in the manifest are the
+    # ones the model had when the vector was written)
+    man = json.loads((pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors" / "ok" /
+                      "MANIFEST.json").read_text())
+    ids = {e["model_id"] for e in man.values() if e.get("model_id")}
+    assert ids and all(nlmcodec._bundled_by_id(bytes.fromhex(i)) is not None for i in ids)
+
+
+def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
+    """The naming rule on real files: default-10 is newer than default-9; a default.nlmm of a development
+    checkout takes precedence; other names are not defaults."""
+    import shutil
+
+    import nlmcodec
+
+    tiny = nlmcodec._bundled_files()["tiny"]
+    for n in ("default-2", "default-9", "default-10", "default-01", "defaultx-11"):
+        shutil.copyfile(tiny, tmp_path / f"{n}.nlmm")
+    monkeypatch.setattr(nlmcodec, "_bundled_dir", lambda: tmp_path)
+    files = nlmcodec._bundled_files()
+    assert files["default"] == tmp_path / "default-10.nlmm"
+    assert nlmcodec._default_model_name() == "default-10"
+    shutil.copyfile(tiny, tmp_path / "default.nlmm")
+    assert nlmcodec._bundled_files()["default"] == tmp_path / "default.nlmm"
+    assert nlmcodec._default_model_name() == "default"

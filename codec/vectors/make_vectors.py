@@ -16,7 +16,7 @@ the NLMError they raise since the fix; this script does not make them and never 
 An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
 would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
 of output bytes needs a new FORMAT_VERSION and new vectors, not edited ones.  Vectors for a bundled model
-(tiny, default) are written the first time the model file exists.
+(tiny, and the default: default-N, the newest) are written the first time the model file exists.
 """
 from __future__ import annotations
 
@@ -175,16 +175,19 @@ def ok_vectors():
         out.append((f"{V}log_270k-nomodel-static", log, f,
                     {"model": None, "adapt": False, "check": 1, "reencode": True}))
     bundled = nlmcodec._bundled_files()
-    for model_name in ("tiny", "default"):
+    for model_name in ("tiny", nlmcodec._default_model_name()):
         if model_name not in bundled:
             continue
         m = nlmcodec.load_model(model_name)
+        # the default's vectors are named by its bundled name; default-1's say "default", its name when they
+        # were written (every default stays bundled as default-N, and vectors find their model by id)
+        tag = "default" if model_name in ("default", "default-1") else model_name
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
         for mode, adapt in (("static", False), ("dynamic", True)):
             for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
-                out.append((f"{V}{name}-{model_name}-{mode}", raw, f,
-                            {"model": model_name, "adapt": adapt, "check": 1, "reencode": True}))
+                out.append((f"{V}{name}-{tag}-{mode}", raw, f,
+                            {"model": tag, "adapt": adapt, "check": 1, "reencode": True}))
     return out
 
 

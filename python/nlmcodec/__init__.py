@@ -80,13 +80,39 @@ def _bundled_dir() -> Path:
     return Path(__file__).resolve().parent / "models"
 
 
+DEFAULT_NAME = "default"         # the name compress() uses when no model is given
+
+
+def _default_generation(name: str):
+    """N for a bundled model named "default-N" (the defaults shipped so far, oldest 1), else None."""
+    head, sep, n = name.rpartition("-")
+    return int(n) if sep and head == DEFAULT_NAME and n.isdigit() and n[0] != "0" else None
+
+
 def _bundled_files():
-    """{name: path} of the bundled models (python/nlmcodec/models/*.nlmm)."""
+    """{name: path} of the bundled models (python/nlmcodec/models/*.nlmm), and "default": the newest
+    "default-N" (every default ever shipped stays bundled under its own name, so that the frames written
+    with it, which name it by id, keep decoding after a newer one becomes the default).  A file named
+    default.nlmm (a development checkout's own) takes precedence."""
     try:
         entries = list(_bundled_dir().iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    return {e.name[:-len(MODEL_SUFFIX)]: e for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file()}
+    files = {e.name[:-len(MODEL_SUFFIX)]: e for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file()}
+    gens = {g: p for n, p in files.items() if (g := _default_generation(n)) is not None}
+    if gens and DEFAULT_NAME not in files:
+        files[DEFAULT_NAME] = gens[max(gens)]
+    return files
+
+
+def _default_model_name() -> str:
+    """The bundled name of the model that "default" means in this release ("default-N"), or "default"."""
+    files = _bundled_files()
+    p = files.get(DEFAULT_NAME)
+    for n, q in files.items():
+        if n != DEFAULT_NAME and q == p and _default_generation(n) is not None:
+            return n
+    return DEFAULT_NAME
 
 
 def _bundled_manifest_id(path: Path):
@@ -151,15 +177,24 @@ def _default_model():
     for name in ("default", "tiny"):
         if name in bundled:
             return load_model(name)
-    raise NLMError("no bundled model found (python/nlmcodec/models/default.nlmm); pass model=")
+    raise NLMError("no bundled model found (python/nlmcodec/models/default-N.nlmm); pass model=")
 
 
 def _bundled_by_id(model_id: bytes):
-    """The bundled model whose id is model_id, or None.  Ids come from the manifests (recorded at bundling);
-    a bundled model without a usable manifest is hashed, once per file version."""
+    """The bundled model whose id is model_id, or None."""
+    name = _bundled_name_by_id(model_id)
+    return None if name is None else load_model(name)
+
+
+def _bundled_name_by_id(model_id: bytes):
+    """The bundled name (its own, not the "default" alias) of the model whose id is model_id, or None.  Ids
+    come from the manifests (recorded at bundling); a bundled model without a usable manifest is hashed, once
+    per file version."""
     import hashlib
 
-    for name, p in sorted(_bundled_files().items()):
+    files = _bundled_files()
+    own = {p: n for n, p in files.items() if n != DEFAULT_NAME}      # the alias's file has a name of its own
+    for name, p in sorted((own.get(p, n), p) for n, p in files.items()):
         digest = _bundled_manifest_id(p)
         if digest is None:
             st = p.stat()
@@ -171,7 +206,7 @@ def _bundled_by_id(model_id: bytes):
                 with _lock:
                     _model_cache[key] = digest
         if digest == model_id:
-            return load_model(name)
+            return name
     return None
 
 
