@@ -1,21 +1,22 @@
-"""Finite-difference check of the numpy reference backward (float64), all 14 tensors."""
+"""The numpy reference backward of every model type (float64), all 14 tensors: against central differences
+and against complex-step derivatives (Im L(θ + i·h·e_k) / h, no cancellation, so exact to rounding)."""
 import numpy as np
 import pytest
 
 from nlmcodec import reference as R
 
 
-def _setup(seed=0, V=11, D=16, H=16, C=3, B=2, T=5):
+def _setup(seed=0, V=11, D=16, H=16, C=3, B=2, T=5, arch="elman"):
     rng = np.random.default_rng(seed)
     cs = np.array([0, 2, 6, V])[: C + 1]
-    m = R.Model(V, D, H, C, cs)
-    p = R.init_params(V, D, H, C, rng, dtype=np.float64)
+    m = R.Model(V, D, H, C, cs, arch=arch)
+    p = R.init_params(V, D, H, C, rng, dtype=np.float64, arch=arch)
     p += rng.normal(0, 0.3, p.shape)          # non-zero biases, non-trivial everything
     w = rng.integers(0, V, (B, T))
     case = rng.integers(0, 4, (B, T))
     gap = rng.integers(0, 8, (B, T))
     cc = (case < 3) & (rng.random((B, T)) < 0.7)
-    h0 = rng.uniform(-0.5, 0.5, (B, H))
+    h0 = rng.uniform(-0.5, 0.5, (B, m.state_size))
     return m, p, w, case, gap, cc, h0, rng
 
 
@@ -29,14 +30,15 @@ def test_shapes_and_split_join():
     assert [n for n, _ in R.shapes(V, D, H, C)] == list(R.NAMES)
 
 
+@pytest.mark.parametrize("arch", sorted(R.ARCHS))
 @pytest.mark.parametrize("use_mask", [False, True])
-def test_gradient_finite_differences(use_mask):
-    m, p, w, case, gap, cc, h0, rng = _setup()
+def test_gradient_finite_differences(use_mask, arch):
+    m, p, w, case, gap, cc, h0, rng = _setup(arch=arch)
     mask = rng.random(w.shape) < 0.8 if use_mask else None
     loss, g, _ = R.forward_backward(m, p, w, case, gap, cc, h0, mask)
     f = lambda q: R.forward_backward(m, q, w, case, gap, cc, h0, mask, need_grad=False)[0]
     eps = 1e-6
-    tensors = R.split_params(np.arange(p.size), m.V, m.D, m.H, m.C)
+    tensors = R.split_params(np.arange(p.size), m.V, m.D, m.H, m.C, arch)
     for name, t in zip(R.NAMES, tensors):
         idxs = t.reshape(-1)
         pick = rng.choice(idxs, size=min(12, idxs.size), replace=False)
@@ -47,6 +49,49 @@ def test_gradient_finite_differences(use_mask):
             lm = f(q)
             num = (lp - lm) / (2 * eps)
             assert abs(num - g[i]) <= 1e-6 + 1e-5 * abs(num), (name, i, num, g[i])
+
+
+@pytest.mark.parametrize("arch", sorted(R.ARCHS))
+def test_gradient_complex_step(arch):
+    m, p, w, case, gap, cc, h0, rng = _setup(arch=arch, seed=5)
+    _, g, _ = R.forward_backward(m, p, w, case, gap, cc, h0)
+    tensors = R.split_params(np.arange(p.size), m.V, m.D, m.H, m.C, arch)
+    checked = 0
+    for name, t in zip(R.NAMES, tensors):
+        for i in rng.choice(t.reshape(-1), size=min(8, t.size), replace=False):
+            q = p.astype(np.complex128)
+            q[i] += 1e-30j
+            num = R.forward_backward(m, q, w, case, gap, cc, h0.astype(np.complex128), need_grad=False)[0].imag / 1e-30
+            assert abs(num - g[i]) <= 1e-12 + 1e-9 * abs(num), (name, i, num, g[i])
+            checked += num != 0
+    assert checked > 40
+
+
+def test_lstm_state_and_forget_bias():
+    """The LSTM carries [h, c]; a forget-gate bias of 3 keeps more of the cell than a bias of 1."""
+    keep = {}
+    for fb in (1.0, 3.0):
+        rng = np.random.default_rng(7)
+        m = R.Model(11, 16, 16, 3, np.array([0, 2, 6, 11]), arch="lstm")
+        p = R.init_params(11, 16, 16, 3, rng, dtype=np.float64, arch="lstm", forget_bias=fb)
+        h0 = np.concatenate([np.zeros((1, 16)), np.ones((1, 16))], axis=1)
+        _, _, s1 = R.forward_backward(m, p, [[2] * 8], [[0] * 8], [[1] * 8], [[False] * 8], h0, need_grad=False)
+        assert s1.shape == (1, 32)
+        keep[fb] = s1[0, 16:].mean()
+    assert keep[3.0] > keep[1.0] > 0
+
+
+def test_elman_init_unchanged_by_model_types():
+    """init_params(arch="elman") draws what it drew before model types existed (the default model's seed)."""
+    rng = np.random.default_rng(3)
+    p = R.init_params(11, 16, 16, 3, rng, dtype=np.float64)
+    rng = np.random.default_rng(3)
+    rng.uniform(-0.1, 0.1, (11, 16)), rng.uniform(-0.1, 0.1, (4, 16)), rng.uniform(-0.1, 0.1, (8, 16))
+    a = np.sqrt(3.0 / 16)
+    Wx = rng.uniform(-a, a, (16, 16))
+    Wh = 0.9 * np.linalg.qr(rng.standard_normal((16, 16)))[0]
+    t = R.split_params(p, 11, 16, 16, 3)
+    assert np.array_equal(t[3], Wx) and np.array_equal(t[4], Wh)
 
 
 def test_loss_is_sum_of_neg_log_probs():

@@ -56,5 +56,6 @@ struct LmBodyOps {
 
 /* The model types of the core. */
 extern const LmBodyOps lm_body_elman; /* elman.c */
+extern const LmBodyOps lm_body_lstm;  /* lstm.c */
 
 #endif /* NLM_BODY_H */

@@ -588,6 +588,7 @@ int lm_restore(Lm* m) {
 int lm_class_of(const Lm* m, int w) { return (w >= 0 && w < m->V) ? m->w->cls[w] : 0; }
 int lm_class_start(const Lm* m, int c) { return (c >= 0 && c <= m->C) ? m->w->cs[c] : 0; }
 const float* lm_hidden(const Lm* m) { return m->S; }
+int lm_state_size(const Lm* m) { return m->SF; }
 size_t lm_memory(const Lm* m) { return m->bytes + sizeof *m; }
 
 void lm_params(const Lm* m, float* out) {

@@ -88,7 +88,8 @@ const float* lm_class_logits(Lm* m);               /* (C) Wc·h + bc */
 const float* lm_word_logits(Lm* m, int c, int* n); /* (n) Wo[a:b]·h + bo[a:b], n = b - a */
 const float* lm_case_logits(Lm* m, int w);         /* (4) Uc·h + Bcase[w] */
 const float* lm_gap_logits(Lm* m, int w);          /* (8) Ug·h + Bgap[w] */
-const float* lm_hidden(const Lm* m);               /* (H) current h */
+const float* lm_hidden(const Lm* m);               /* (H) current h: the first H floats of the state S */
+int lm_state_size(const Lm* m);                    /* floats of the state S (Elman H, LSTM 2H) */
 
 /* Record the token just coded and advance the body: x = (E[w] + Ecase[ccase]) + Egap[gap], then the
  * body's step (Elman: h = tanh((Wx·x + Wh·h) + bh)).  case_coded: 0 = case not coded, 1 = coded over

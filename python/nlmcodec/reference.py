@@ -14,7 +14,14 @@ Token stream conventions (one entry per token, arrays of shape (B, T)):
   0..2 of kind 1); its loss is −ln of the case distribution restricted to symbols 0..2.
 
 Token ``t`` is predicted from the state ``h_t`` (``h_0`` = the initial state passed in), then the
-state advances with token ``t``: ``h_{t+1} = tanh(Wx·x_t + Wh·h_t + bh)``.
+state advances with token ``t`` through the model type's body (``arch``, FORMAT.md §2):
+
+* ``elman``: ``h_{t+1} = tanh(Wx·x_t + Wh·h_t + bh)``; the state is h (H);
+* ``lstm``: ``a = Wx·x_t + Wh·h_t + b`` (4H, gates i, f, g, o), ``i, f, o = σ(a_i, a_f, a_o)``,
+  ``g = tanh(a_g)``, ``c_{t+1} = f·c_t + i·g``, ``h_{t+1} = o·tanh(c_{t+1})``, σ(z) = 0.5·tanh(0.5·z) + 0.5;
+  the state is [h, c] (2H).
+
+Every function here also runs in complex arithmetic (for complex-step derivative checks).
 
 Loss of a token = −ln P(class) − ln P(word | class) − [case_coded] ln P3(case) − ln P(gap), summed over
 all tokens (``mask`` may exclude tokens, e.g. padding; the transition still runs).
@@ -30,17 +37,31 @@ import numpy as np
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 NCASE = 4
 NGAP = 8
+# model types: rows of Wx/Wh/b per hidden unit (gates) and floats of state per hidden unit
+ARCHS = {"elman": {"gates": 1, "state": 1}, "lstm": {"gates": 4, "state": 2}}
 
 
-def shapes(V: int, D: int, H: int, C: int):
-    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order."""
+def _arch(arch: str) -> dict:
+    if arch not in ARCHS:
+        raise ValueError(f"unknown model type {arch!r} (known: {', '.join(ARCHS)})")
+    return ARCHS[arch]
+
+
+def state_size(H: int, arch: str = "elman") -> int:
+    """Floats of the state a stream carries: Elman h (H), LSTM [h, c] (2H)."""
+    return _arch(arch)["state"] * H
+
+
+def shapes(V: int, D: int, H: int, C: int, arch: str = "elman"):
+    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order (the body's bias is named bh for every type)."""
+    G = _arch(arch)["gates"]
     return [
         ("E", (V, D)),
         ("Ecase", (NCASE, D)),
         ("Egap", (NGAP, D)),
-        ("Wx", (H, D)),
-        ("Wh", (H, H)),
-        ("bh", (H,)),
+        ("Wx", (G * H, D)),
+        ("Wh", (G * H, H)),
+        ("bh", (G * H,)),
         ("Wc", (C, H)),
         ("bc", (C,)),
         ("Wo", (V, H)),
@@ -52,18 +73,18 @@ def shapes(V: int, D: int, H: int, C: int):
     ]
 
 
-def param_count(V: int, D: int, H: int, C: int) -> int:
-    return int(sum(int(np.prod(s)) for _, s in shapes(V, D, H, C)))
+def param_count(V: int, D: int, H: int, C: int, arch: str = "elman") -> int:
+    return int(sum(int(np.prod(s)) for _, s in shapes(V, D, H, C, arch)))
 
 
-def split_params(flat: np.ndarray, V: int, D: int, H: int, C: int) -> list:
+def split_params(flat: np.ndarray, V: int, D: int, H: int, C: int, arch: str = "elman") -> list:
     """Views (no copy) of the 14 tensors inside the flat block, in §2 order."""
     flat = np.asarray(flat)
-    n = param_count(V, D, H, C)
+    n = param_count(V, D, H, C, arch)
     if flat.ndim != 1 or flat.shape[0] != n:
         raise ValueError(f"parameter block has {flat.shape} entries, expected ({n},)")
     out, o = [], 0
-    for _, s in shapes(V, D, H, C):
+    for _, s in shapes(V, D, H, C, arch):
         k = int(np.prod(s))
         out.append(flat[o:o + k].reshape(s))
         o += k
@@ -80,18 +101,22 @@ def join_params(tensors, dtype=None) -> np.ndarray:
     return np.concatenate([np.asarray(t, dtype=dt).reshape(-1) for t in tensors])
 
 
-def init_params(V: int, D: int, H: int, C: int, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
-    """A sensible random initialisation (uniform, fan-in scaled; biases zero)."""
+def init_params(V: int, D: int, H: int, C: int, rng: np.random.Generator, dtype=np.float32, arch: str = "elman",
+                forget_bias: float = 1.0) -> np.ndarray:
+    """A sensible random initialisation (uniform, fan-in scaled; biases zero but the LSTM's forget gate's,
+    forget_bias).  The Elman draws are the same as before model types existed (same seed, same weights)."""
+    G = _arch(arch)["gates"]
     ts = []
-    for name, s in shapes(V, D, H, C):
+    for name, s in shapes(V, D, H, C, arch):
         if name in ("bh", "bc", "bo", "Bc", "Bg"):
             t = np.zeros(s)
+            if name == "bh" and arch == "lstm":
+                t[H:2 * H] = forget_bias
         elif name in ("E", "Ecase", "Egap"):
             t = rng.uniform(-0.1, 0.1, s)
         elif name == "Wh":
-            # near-orthogonal recurrent matrix scaled below 1
-            q, _ = np.linalg.qr(rng.standard_normal((H, H)))
-            t = 0.9 * q
+            # near-orthogonal recurrent matrix (one per gate) scaled below 1
+            t = np.concatenate([0.9 * np.linalg.qr(rng.standard_normal((H, H)))[0] for _ in range(G)])
         else:
             fan_in = s[1]
             a = np.sqrt(3.0 / fan_in)
@@ -107,7 +132,7 @@ def class_of(class_start: np.ndarray, V: int) -> np.ndarray:
 
 
 def _log_softmax(z):
-    m = z.max(axis=-1, keepdims=True)
+    m = z.real.max(axis=-1, keepdims=True)      # the real part: the same for real z, and complex-step safe
     e = np.exp(z - m)
     s = e.sum(axis=-1, keepdims=True)
     return z - m - np.log(s), e / s
@@ -116,8 +141,11 @@ def _log_softmax(z):
 class Model:
     """Bundle of sizes + class map for the reference computations."""
 
-    def __init__(self, V, D, H, C, class_start):
+    def __init__(self, V, D, H, C, class_start, arch: str = "elman"):
         self.V, self.D, self.H, self.C = int(V), int(D), int(H), int(C)
+        _arch(arch)
+        self.arch = arch
+        self.state_size = state_size(self.H, arch)
         self.class_start = np.asarray(class_start, dtype=np.int64)
         if self.class_start.shape != (self.C + 1,) or self.class_start[0] != 0 or self.class_start[-1] != self.V:
             raise ValueError("bad class_start")
@@ -126,11 +154,11 @@ class Model:
         self.cls = class_of(self.class_start, self.V)
 
     def split(self, flat):
-        return split_params(flat, self.V, self.D, self.H, self.C)
+        return split_params(flat, self.V, self.D, self.H, self.C, self.arch)
 
     @property
     def n_params(self):
-        return param_count(self.V, self.D, self.H, self.C)
+        return param_count(self.V, self.D, self.H, self.C, self.arch)
 
 
 def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded, h0=None, mask=None,
@@ -162,17 +190,11 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     N = B * T
 
     if h0 is None:
-        h0 = np.zeros((B, H), dtype=dt)
-    hs = np.empty((T + 1, B, H), dtype=dt)
-    hs[0] = h0
+        h0 = np.zeros((B, model.state_size), dtype=dt)
     X = E[wf] + Ecase[kf]
     X += Egap[gf]                                  # (N, D), order E + Ecase + Egap
-    XW = (X @ Wx.T).reshape(T, B, H)
-    WhT = Wh.T
-    for t in range(T):
-        a = XW[t] + hs[t] @ WhT
-        a += bh
-        np.tanh(a, out=hs[t + 1])
+    body = _BODIES[model.arch]
+    hs, cache, final = body[0](X, Wx, Wh, bh, np.asarray(h0, dtype=dt), T, B, H)
     P = hs[:T].reshape(N, H)                       # predictor state of every token
 
     wt = mf.astype(dt) if mf is not None else None   # token weights (mask)
@@ -251,7 +273,7 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     parts["unk"] = int(((wf == 0) if mf is None else ((wf == 0) & mf)).sum())
 
     if not need_grad:
-        return (loss, None, hs[T].copy(), parts) if return_parts else (loss, None, hs[T].copy())
+        return (loss, None, final, parts) if return_parts else (loss, None, final)
 
     dZk = np.zeros((N, NCASE), dtype=dt)
     dZk[:, :3] = smk
@@ -269,15 +291,9 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     np.matmul(dZg.T, P, out=gUg)
     np.add.at(dBg, wf, dZg)
 
-    # ---- BPTT.  G[t] = dL/dh_t for t = 1..T (G[T] = 0: truncated), dA[t-1] = G[t] (1 - h_t^2)
-    dP = dP.reshape(T, B, H)
-    dA = np.empty((T, B, H), dtype=dt)
-    g = np.zeros((B, H), dtype=dt)
-    for t in range(T, 0, -1):
-        da = g * (1 - hs[t] * hs[t])
-        dA[t - 1] = da
-        g = dP[t - 1] + da @ Wh
-    dAf = dA.reshape(N, H)
+    # ---- BPTT through the body (the final state's gradient is zero: truncated); dA = dL/d(pre-activation)
+    dA = body[1](dP.reshape(T, B, H), hs, cache, Wh, T, B, H)
+    dAf = dA.reshape(N, -1)
     np.matmul(dAf.T, hs[:T].reshape(N, H), out=gWh)
     np.matmul(dAf.T, X, out=gWx)
     gbh[...] = dAf.sum(0)
@@ -289,8 +305,79 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     gbc[...] = dbc
     grad = grad_out
     if return_parts:
-        return loss, grad, hs[T].copy(), parts
-    return loss, grad, hs[T].copy()
+        return loss, grad, final, parts
+    return loss, grad, final
+
+
+# ---- bodies: forward (X (N, D) time-major, weights, h0 (B, S)) -> (hs (T+1, B, H): hs[t] predicts token t,
+# cache, final state (B, S)); backward (dP (T, B, H): the heads' gradient on hs[t]) -> dA (T, B, G·H),
+# dA[t] = dL/d(pre-activation of the transition with token t), zero for the last token's (truncated)
+
+def _elman_forward(X, Wx, Wh, bh, h0, T, B, H):
+    hs = np.empty((T + 1, B, H), dtype=X.dtype)
+    hs[0] = h0
+    XW = (X @ Wx.T).reshape(T, B, H)
+    WhT = Wh.T
+    for t in range(T):
+        a = XW[t] + hs[t] @ WhT
+        a += bh
+        np.tanh(a, out=hs[t + 1])
+    return hs, None, hs[T].copy()
+
+
+def _elman_backward(dP, hs, cache, Wh, T, B, H):
+    """g = dL/dh_t for t = T..1 (g = 0 at T), dA[t-1] = g (1 - h_t^2), then g = dP[t-1] + dA[t-1] Wh."""
+    dA = np.empty((T, B, H), dtype=dP.dtype)
+    g = np.zeros((B, H), dtype=dP.dtype)
+    for t in range(T, 0, -1):
+        da = g * (1 - hs[t] * hs[t])
+        dA[t - 1] = da
+        g = dP[t - 1] + da @ Wh
+    return dA
+
+
+def _sigmoid(z):
+    return 0.5 * np.tanh(0.5 * z) + 0.5
+
+
+def _lstm_forward(X, Wx, Wh, b, h0, T, B, H):
+    dt = X.dtype
+    hs = np.empty((T + 1, B, H), dtype=dt)
+    cs = np.empty((T + 1, B, H), dtype=dt)
+    gates = np.empty((T, B, 4 * H), dtype=dt)     # i, f, g, o after their nonlinearity
+    hs[0], cs[0] = h0[:, :H], h0[:, H:]
+    XW = (X @ Wx.T).reshape(T, B, 4 * H)
+    WhT = Wh.T
+    for t in range(T):
+        a = XW[t] + hs[t] @ WhT
+        a += b
+        i, f, g, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
+        gates[t] = np.concatenate([i, f, g, o], axis=1)
+        cs[t + 1] = f * cs[t] + i * g
+        hs[t + 1] = o * np.tanh(cs[t + 1])
+    return hs, (cs, gates), np.concatenate([hs[T], cs[T]], axis=1)
+
+
+def _lstm_backward(dP, hs, cache, Wh, T, B, H):
+    cs, gates = cache
+    dt = dP.dtype
+    dA = np.empty((T, B, 4 * H), dtype=dt)
+    gh = np.zeros((B, H), dtype=dt)            # dL/dh_t
+    gc = np.zeros((B, H), dtype=dt)            # dL/dc_t
+    for t in range(T, 0, -1):
+        i, f, g, o = (gates[t - 1][:, k * H:(k + 1) * H] for k in range(4))
+        tau = np.tanh(cs[t])
+        do = gh * tau
+        dct = gc + gh * o * (1 - tau * tau)
+        da = np.concatenate([dct * g * i * (1 - i), dct * cs[t - 1] * f * (1 - f), dct * i * (1 - g * g),
+                             do * o * (1 - o)], axis=1)
+        dA[t - 1] = da
+        gc = dct * f
+        gh = dP[t - 1] + da @ Wh
+    return dA
+
+
+_BODIES = {"elman": (_elman_forward, _elman_backward), "lstm": (_lstm_forward, _lstm_backward)}
 
 
 def loss_fn(model, params, w, case, gap, case_coded, h0=None, mask=None):

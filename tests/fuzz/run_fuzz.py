@@ -187,6 +187,9 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=None, help="executions per target")
     ap.add_argument("--targets", default=",".join(PY_TARGETS + C_TARGETS))
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--timeout", type=int, default=20,
+                    help="libFuzzer/atheris per-input limit in wall-clock seconds (raise it on a loaded machine or "
+                         "under nice: a starved process can pass 20 s on an input that takes 0.1 s of CPU)")
     args = ap.parse_args(argv)
     if args.time is None and args.runs is None:
         args.time = 15
@@ -214,7 +217,7 @@ def main(argv=None):
             if not corpus.exists():
                 shutil.copytree(dirs["model" if t == "load_model" else "frames"], corpus)
             max_len = len(nlmcodec.load_model("tiny").to_bytes()) + 256 if t == "load_model" else FRAME_MAX_LEN
-            cmd = [sys.executable, str(HERE / "fuzz_py.py"), t, *limits, f"-max_len={max_len}", "-timeout=20",
+            cmd = [sys.executable, str(HERE / "fuzz_py.py"), t, *limits, f"-max_len={max_len}", f"-timeout={args.timeout}",
                    "-rss_limit_mb=3072", "-print_final_stats=1", str(corpus)]
         elif t in exes:
             if t == "block-gcc":
@@ -225,7 +228,7 @@ def main(argv=None):
                 corpus = work / "corpus" / t
                 if not corpus.exists():
                     shutil.copytree(dirs["block"], corpus)
-                cmd = [str(exes[t]), *limits, f"-max_len={BLOCK_MAX_LEN}", "-timeout=20", "-print_final_stats=1",
+                cmd = [str(exes[t]), *limits, f"-max_len={BLOCK_MAX_LEN}", f"-timeout={args.timeout}", "-print_final_stats=1",
                        str(corpus)]
         else:
             continue

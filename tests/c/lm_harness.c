@@ -1,16 +1,17 @@
-/* elman_harness.c: drives the model interface (csrc/model/lm.c) with the Elman body (elman.c) on a model
- * and token stream read from a file, writes every logit vector, every hidden state and (on request) parameters / gradients to an output file, for
- * tests/test_elman_c.py.
+/* lm_harness.c: drives the model interface (csrc/model/lm.c) with a model type's body (elman.c, lstm.c) on
+ * a model and token stream read from a file, writes every logit vector, every state and (on request)
+ * parameters / gradients to an output file, for tests/test_lm_c.py.
  *
- * Usage: elman_harness IN OUT
+ * Usage: lm_harness IN OUT
  * IN (little-endian): int32 V, D, H, C, seg_len, adapt, ntok, flags; float32 lr, decay, eps;
  *   int32 class_start[C+1]; float32 ms[14]; float32 params[np]; int32 tokens[ntok][4] (w, case, gap, coded).
  * flags: 1 dump params after every segment, 2 dump the dense gradient after every segment,
  *   4 set MXCSR to FTZ|DAZ|round-down before running (the model must not care),
+ *   32 the LSTM body (else the Elman's),
  *   8 save at ntok/3, run to 2ntok/3, restore, then run and write from ntok/3 (the output must equal a
  *     plain run's), 16 cap the kernels at SSE2.
- * OUT: per token: class logits (C), word logits of its class (n), case (4), gap (8), h after the token (H);
- *   after every segment the requested dumps; at the end the final params.  A segment ends after seg_len
+ * OUT: per token: class logits (C), word logits of its class (n), case (4), gap (8), the state S after the
+ *   token (Elman h: H, LSTM h and c: 2H); after every segment the requested dumps; at the end the final params.  A segment ends after seg_len
  *   tokens, after a <end> token (w == 1), and after the last token.
  */
 #include <stdint.h>
@@ -25,7 +26,7 @@
 #include "../../csrc/model/lm.h"
 
 static void die(const char* s) {
-    fprintf(stderr, "elman_harness: %s\n", s);
+    fprintf(stderr, "lm_harness: %s\n", s);
     exit(2);
 }
 
@@ -34,12 +35,12 @@ static void rd(void* p, size_t n, FILE* f) {
 }
 
 static int32_t *tok, ntok, flags, seg_len;
+static size_t np; /* floats of the parameter block */
 static NlmConfig cfg;
 static float* gbuf;
 
 /* run tokens [from, to); *inseg: tokens in the current segment */
 static void run(Lm* m, int from, int to, int* inseg, FILE* out) {
-    size_t np = nlm_param_count(&cfg);
     for (int t = from; t < to; t++) {
         int w = tok[4 * t], k = tok[4 * t + 1], g = tok[4 * t + 2], cc = tok[4 * t + 3];
         int c = lm_class_of(m, w), n;
@@ -50,7 +51,7 @@ static void run(Lm* m, int from, int to, int* inseg, FILE* out) {
         if (out) fwrite(lm_case_logits(m, w), 4, 4, out);
         if (out) fwrite(lm_gap_logits(m, w), 4, 8, out);
         lm_advance(m, w, k, g, cc);
-        if (out) fwrite(lm_hidden(m), 4, (size_t)cfg.H, out);
+        if (out) fwrite(lm_hidden(m), 4, (size_t)lm_state_size(m), out);
         (*inseg)++;
         if (*inseg == seg_len || w == 1 || t == ntok - 1) {
             lm_end_segment(m);
@@ -65,7 +66,7 @@ static void run(Lm* m, int from, int to, int* inseg, FILE* out) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) die("usage: elman_harness IN OUT");
+    if (argc != 3) die("usage: lm_harness IN OUT");
     FILE* f = fopen(argv[1], "rb");
     if (!f) die("cannot open input");
     int32_t hdr[8];
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
     rd(cs, (size_t)(cfg.C + 1) * 4, f);
     float ms[14];
     rd(ms, sizeof ms, f);
-    size_t np = nlm_param_count(&cfg);
+    const LmBodyOps* body = (flags & 32) ? &lm_body_lstm : &lm_body_elman;
+    np = lm_param_count(&cfg, body);
     if (!np) die("bad config");
     float* params = malloc(np * 4);
     gbuf = malloc(np * 4);
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
     if (flags & 4) _mm_setcsr(0x9FC0 | 0x2000); /* FTZ | DAZ | round down */
 #endif
     int err;
-    LmWeights* wts = lm_weights_new(&cfg, &lm_body_elman, params, NLM_PARAM_F32, ms, cs, &err);
+    LmWeights* wts = lm_weights_new(&cfg, body, params, NLM_PARAM_F32, ms, cs, &err);
     if (!wts) die("lm_weights_new failed");
     Lm* m = lm_new(wts, adapt, &err);
     if (!m) die("lm_new failed");

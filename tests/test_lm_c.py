@@ -1,10 +1,11 @@
-"""The C model interface with the Elman body (csrc/model/lm.c, elman.c) through tests/c/elman_harness.c:
+"""The C model interface (csrc/model/lm.c) with each model type's body (elman.c, lstm.c) through
+tests/c/lm_harness.c, for every model type:
 
 * the -O2 dispatching build, the SSE2-capped run, a run under a hostile MXCSR (FTZ|DAZ|round-down) and a
   save/restore run all give the bytes of the -O0 -DNLM_NO_SIMD build over 10,000 tokens with updates;
 * the forward agrees with a float64 numpy forward and with python/nlmcodec/reference.py's loss;
-* the analytic segment gradient agrees with reference.forward_backward (float64) and with central finite
-  differences of the float64 loss;
+* the analytic segment gradient agrees with reference.forward_backward (float64), with central finite
+  differences of the float64 loss and with its complex-step derivatives (no cancellation: ~1e-12);
 * the update is exactly (bit for bit, float32) the rule of FORMAT.md §6 with lazy decay, applied to the C
   gradient.
 """
@@ -44,35 +45,46 @@ pytestmark = pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 
 
-def shapes(V, D, H, C):
-    return [(V, D), (4, D), (8, D), (H, D), (H, H), (H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4), (8, H), (V, 8)]
+ARCHS = ("elman", "lstm")
+GATES = {"elman": 1, "lstm": 4}       # rows of Wx, Wh, bh per hidden unit
+STATE = {"elman": 1, "lstm": 2}       # floats of state per hidden unit
+FLAG = {"elman": 0, "lstm": 32}       # the harness's model-type flag
 
 
-def offsets(V, D, H, C):
+def shapes(V, D, H, C, arch="elman"):
+    G = GATES[arch]
+    return [(V, D), (4, D), (8, D), (G * H, D), (G * H, H), (G * H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
+            (8, H), (V, 8)]
+
+
+def offsets(V, D, H, C, arch="elman"):
     off = [0]
-    for s in shapes(V, D, H, C):
+    for s in shapes(V, D, H, C, arch):
         off.append(off[-1] + int(np.prod(s)))
     return off
 
 
-def split(flat, V, D, H, C):
-    off = offsets(V, D, H, C)
-    return {n: flat[off[i]:off[i + 1]].reshape(s) for i, (n, s) in enumerate(zip(NAMES, shapes(V, D, H, C)))}
+def split(flat, V, D, H, C, arch="elman"):
+    off = offsets(V, D, H, C, arch)
+    return {n: flat[off[i]:off[i + 1]].reshape(s) for i, (n, s) in enumerate(zip(NAMES, shapes(V, D, H, C, arch)))}
 
 
 class Setup:
-    def __init__(self, V, D, H, C, seg_len, ntok, seed, lr=0.0, decay=0.0, eps=1e-5, adapt=1, scale=0.3):
+    def __init__(self, V, D, H, C, seg_len, ntok, seed, lr=0.0, decay=0.0, eps=1e-5, adapt=1, scale=0.3,
+                 arch="elman"):
         rng = np.random.default_rng(seed)
         self.V, self.D, self.H, self.C, self.seg_len = V, D, H, C, seg_len
+        self.arch, self.S = arch, STATE[arch] * H
+        G = GATES[arch]
         self.lr, self.decay, self.eps, self.adapt = np.float32(lr), np.float32(decay), np.float32(eps), adapt
         cuts = np.sort(rng.choice(np.arange(1, V), C - 1, replace=False))
         self.cs = np.concatenate([[0], cuts, [V]]).astype(np.int32)
         self.cls = np.searchsorted(self.cs, np.arange(V), side="right") - 1
-        n = offsets(V, D, H, C)[-1]
+        n = offsets(V, D, H, C, arch)[-1]
         self.params = (rng.standard_normal(n) * scale).astype(np.float32)
-        p = split(self.params, V, D, H, C)
-        p["Wh"][...] = (rng.standard_normal((H, H)) * (0.9 / np.sqrt(H))).astype(np.float32)
-        p["Wx"][...] = (rng.standard_normal((H, D)) * (1.0 / np.sqrt(D))).astype(np.float32)
+        p = split(self.params, V, D, H, C, arch)
+        p["Wh"][...] = (rng.standard_normal((G * H, H)) * (0.9 / np.sqrt(H))).astype(np.float32)
+        p["Wx"][...] = (rng.standard_normal((G * H, D)) * (1.0 / np.sqrt(D))).astype(np.float32)
         self.ms = rng.uniform(0.01, 0.2, 14).astype(np.float32)
         # tokens: Zipf-ish ids, <end> now and then, cases/gaps random; case coded only for case 0..2
         w = np.minimum(rng.zipf(1.3, ntok) - 1, V - 1)
@@ -85,7 +97,8 @@ class Setup:
         self.tok = np.stack([w, case, gap, coded.astype(int)], 1).astype(np.int32)
 
     def payload(self, flags):
-        hdr = np.array([self.V, self.D, self.H, self.C, self.seg_len, self.adapt, len(self.tok), flags], np.int32)
+        hdr = np.array([self.V, self.D, self.H, self.C, self.seg_len, self.adapt, len(self.tok),
+                        flags | FLAG[self.arch]], np.int32)
         return b"".join([hdr.tobytes(), np.array([self.lr, self.decay, self.eps], np.float32).tobytes(),
                          self.cs.tobytes(), self.ms.tobytes(), self.params.tobytes(), self.tok.tobytes()])
 
@@ -108,7 +121,7 @@ class Setup:
                 c = self.cls[self.tok[t, 0]]
                 nw = self.cs[c + 1] - self.cs[c]
                 rec = {}
-                for key, k in (("zc", self.C), ("zw", nw), ("zk", 4), ("zg", 8), ("h", self.H)):
+                for key, k in (("zc", self.C), ("zw", nw), ("zk", 4), ("zg", 8), ("h", self.S)):
                     rec[key] = a[pos:pos + k]
                     pos += k
                 toks.append(rec)
@@ -127,8 +140,8 @@ class Setup:
 
 @pytest.fixture(scope="module")
 def exes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("elman")
-    return cbuild.build_all("elman_harness.c", cbuild.KERNELS + cbuild.MODEL, d, ("simd", "ref", "scalar_o2"))
+    d = tmp_path_factory.mktemp("lm")
+    return cbuild.build_all("lm_harness.c", cbuild.KERNELS + cbuild.MODEL, d, ("simd", "ref", "scalar_o2"))
 
 
 def run(exe, setup, flags, tmp):
@@ -138,8 +151,9 @@ def run(exe, setup, flags, tmp):
     return fout.read_bytes()
 
 
-def test_builds_bit_identical_with_updates(exes, tmp_path):
-    s = Setup(V=500, D=32, H=48, C=16, seg_len=20, ntok=10_000, seed=1, lr=0.002, decay=0.01)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_builds_bit_identical_with_updates(exes, tmp_path, arch):
+    s = Setup(V=500, D=32, H=48, C=16, seg_len=20, ntok=10_000, seed=1, lr=0.002, decay=0.01, arch=arch)
     base = run(exes["ref"], s, 0, tmp_path)
     assert len(base) > 10_000 * 4 * s.H
     for exe, flags in ((exes["simd"], 0), (exes["simd"], 16), (exes["simd"], 4), (exes["simd"], 8),
@@ -150,8 +164,9 @@ def test_builds_bit_identical_with_updates(exes, tmp_path):
     assert not np.array_equal(final, s.params)
 
 
-def test_static_mode_identical_and_unchanged(exes, tmp_path):
-    s = Setup(V=300, D=16, H=32, C=10, seg_len=7, ntok=2000, seed=2, lr=0.01, decay=0.01, adapt=0)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_static_mode_identical_and_unchanged(exes, tmp_path, arch):
+    s = Setup(V=300, D=16, H=32, C=10, seg_len=7, ntok=2000, seed=2, lr=0.01, decay=0.01, adapt=0, arch=arch)
     a = run(exes["ref"], s, 0, tmp_path)
     assert run(exes["simd"], s, 0, tmp_path) == a
     assert run(exes["simd"], s, 8, tmp_path) == a
@@ -159,10 +174,16 @@ def test_static_mode_identical_and_unchanged(exes, tmp_path):
     assert final.tobytes() == s.params.tobytes()
 
 
+def sigmoid(z):
+    return 0.5 * np.tanh(0.5 * z) + 0.5
+
+
 def np_forward(s, params, h0, toks):
-    """float64 forward: per token (zc, zw, zk, zg, h_after)."""
-    p = {k: v.astype(np.float64) for k, v in split(params, s.V, s.D, s.H, s.C).items()}
-    h = h0.astype(np.float64)
+    """float64 (or complex128, for complex steps) forward: per token (zc, zw, zk, zg, state after)."""
+    dt = np.complex128 if np.iscomplexobj(params) else np.float64
+    p = {k: v.astype(dt) for k, v in split(params, s.V, s.D, s.H, s.C, s.arch).items()}
+    H = s.H
+    h, cell = h0[:H].astype(dt), h0[H:].astype(dt)
     out = []
     for w, k, g, _ in toks:
         c = s.cls[w]
@@ -172,20 +193,26 @@ def np_forward(s, params, h0, toks):
         zk = p["Uc"] @ h + p["Bc"][w]
         zg = p["Ug"] @ h + p["Bg"][w]
         x = p["E"][w] + p["Ecase"][k] + p["Egap"][g]
-        h = np.tanh(p["Wx"] @ x + p["Wh"] @ h + p["bh"])
-        out.append((zc, zw, zk, zg, h))
+        a = p["Wx"] @ x + p["Wh"] @ h + p["bh"]
+        if s.arch == "elman":
+            h = np.tanh(a)
+        else:   # gates i, f, g, o (FORMAT.md §2.4)
+            cell = sigmoid(a[H:2 * H]) * cell + sigmoid(a[:H]) * np.tanh(a[2 * H:3 * H])
+            h = sigmoid(a[3 * H:]) * np.tanh(cell)
+        out.append((zc, zw, zk, zg, np.concatenate([h, cell])))
     return out
 
 
 def lsm(z):
-    m = z.max()
+    m = z.real.max()
     return z - m - np.log(np.exp(z - m).sum())
 
 
-def test_forward_matches_float64(exes, tmp_path):
-    s = Setup(V=400, D=32, H=48, C=12, seg_len=20, ntok=300, seed=3, adapt=0)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_forward_matches_float64(exes, tmp_path, arch):
+    s = Setup(V=400, D=32, H=48, C=12, seg_len=20, ntok=300, seed=3, adapt=0, arch=arch)
     toks, _, _ = s.parse(run(exes["simd"], s, 0, tmp_path), 0)
-    want = np_forward(s, s.params, np.zeros(s.H), s.tok)
+    want = np_forward(s, s.params, np.zeros(s.S), s.tok)
     loss_c = 0.0
     for rec, (zc, zw, zk, zg, h) in zip(toks, want):
         for got, exp in ((rec["zc"], zc), (rec["zw"], zw), (rec["zk"], zk), (rec["zg"], zg), (rec["h"], h)):
@@ -199,7 +226,7 @@ def test_forward_matches_float64(exes, tmp_path):
         loss_c -= lsm(rec["zg"].astype(np.float64))[g]
         if cc:
             loss_c -= lsm(rec["zk"][:3].astype(np.float64))[k]
-    model = ref.Model(s.V, s.D, s.H, s.C, s.cs)
+    model = ref.Model(s.V, s.D, s.H, s.C, s.cs, arch=s.arch)
     t = s.tok
     loss_r = ref.loss_fn(model, s.params.astype(np.float64), t[:, 0], t[:, 1], t[:, 2], t[:, 3].astype(bool))
     assert abs(loss_c - loss_r) <= 1e-5 * abs(loss_r)
@@ -214,7 +241,7 @@ def np_loss(s, params, h0, toks):
 
 
 def lazy_update(s, th, th0, g, last, seg_no, segtok):
-    """FORMAT §6 update in float32, exactly as elman.c documents it."""
+    """FORMAT §6 update in float32, exactly as lm.c documents it."""
     f = np.float32
     V, D, H, C = s.V, s.D, s.H, s.C
     step = [f(s.lr) / (s.ms[i] + f(s.eps)) for i in range(14)]
@@ -223,7 +250,7 @@ def lazy_update(s, th, th0, g, last, seg_no, segtok):
     for _ in range(4096):
         v = f(q[-1] * keep)
         q.append(f(0) if v < f(2.0 ** -100) else v)
-    off = offsets(V, D, H, C)
+    off = offsets(V, D, H, C, s.arch)
     th = th.copy()
 
     def upd(i, lo, hi, lastv):
@@ -255,15 +282,16 @@ def lazy_update(s, th, th0, g, last, seg_no, segtok):
     return th
 
 
-def test_gradient_and_update(exes, tmp_path):
-    s = Setup(V=24, D=16, H=16, C=4, seg_len=6, ntok=40, seed=4, lr=0.01, decay=0.05, scale=0.5)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gradient_and_update(exes, tmp_path, arch):
+    s = Setup(V=24, D=16, H=16, C=4, seg_len=6, ntok=40, seed=4, lr=0.01, decay=0.05, scale=0.5, arch=arch)
     s.tok[:, 0][s.tok[:, 0] == 1] = 2    # no <end>: every segment has seg_len tokens except the last
     toks, segs, final = s.parse(run(exes["simd"], s, 3, tmp_path), 3)
-    model = ref.Model(s.V, s.D, s.H, s.C, s.cs) if ref is not None else None
+    model = ref.Model(s.V, s.D, s.H, s.C, s.cs, arch=arch) if ref is not None else None
     th0 = s.params
     th = s.params
     last = [[0] * s.V for _ in range(3)]
-    h0 = np.zeros(s.H, np.float32)
+    h0 = np.zeros(s.S, np.float32)
     rng = np.random.default_rng(0)
     for si, ((a, b), d) in enumerate(zip(s.segments(), segs)):
         seg = s.tok[a:b]
@@ -280,6 +308,12 @@ def test_gradient_and_update(exes, tmp_path):
             pm[i] -= e
             fd = (np_loss(s, pp, h0, seg) - np_loss(s, pm, h0, seg)) / (2 * e)
             assert abs(fd - g[i]) <= 1e-4 + 2e-3 * abs(fd), (si, i, fd, g[i])
+        # and against the complex-step derivative (Im L(θ + i·1e-30·e_k) / 1e-30: exact to rounding)
+        for i in idx[:20]:
+            pc = p64.astype(np.complex128)
+            pc[i] += 1e-30j
+            cs_ = np_loss(s, pc, h0, seg).imag / 1e-30
+            assert abs(cs_ - g[i]) <= 5e-5 + 1e-3 * abs(cs_), (si, i, cs_, g[i])
         if model is not None:   # the reference's truncated-BPTT gradient
             _, gr, _ = ref.forward_backward(model, p64, seg[:, 0], seg[:, 1], seg[:, 2], seg[:, 3].astype(bool),
                                             h0=h0.astype(np.float64)[None])
