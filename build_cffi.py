@@ -29,6 +29,7 @@ typedef struct {
     int32_t V, D, H, C;
     int32_t seg_len;
     float lr, decay, eps;
+    int32_t arch;
 } NlmConfig;
 size_t nlm_param_count(const NlmConfig* cfg);
 NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,

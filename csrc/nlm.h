@@ -81,9 +81,13 @@ typedef struct {
     float lr;           /* dynamic evaluation step size */
     float decay;        /* decay toward the trained weights per update */
     float eps;          /* RMS normaliser floor */
+    int32_t arch;       /* model type (codec/FORMAT.md §2.4): NLM_ARCH_ELMAN (0) or NLM_ARCH_LSTM (1) */
 } NlmConfig;
 
-/* Number of floats in the parameter block of codec/FORMAT.md §2. */
+#define NLM_ARCH_ELMAN 0
+#define NLM_ARCH_LSTM 1
+
+/* Number of floats in the parameter block of codec/FORMAT.md §2 (0 for an invalid configuration). */
 size_t nlm_param_count(const NlmConfig* cfg);
 
 /* ---- the model: immutable, shared by every codec context, stream and thread ---- */
@@ -95,7 +99,8 @@ typedef struct NlmModel NlmModel;
  *  params:        nlm_param_count(cfg) values of type dtype (NLM_PARAM_*).  Not copied when suitably aligned
  *                 on a little-endian host: the caller keeps these bytes alive and unchanged until
  *                 nlm_model_free (a mapped file is the intended use); otherwise copied.
- *  ms:            14 float32, the training RMS gradient of each tensor in §2 order (56 bytes).
+ *  ms:            14 float32, the training RMS gradient of each tensor in §2 order (56 bytes; every model
+ *                 type has 14 tensors).
  *  vocab_blob:    V bodies, each as one length byte then the bytes; ids in order.  Ids 0 and 1 (<unk>,
  *                 <end>) have length 0.
  *  class_start:   C + 1 int32 ids (4(C+1) bytes), class_start[0] = 0, class_start[C] = V, increasing.

@@ -21,6 +21,20 @@ def test_both_formats_have_vectors():
     assert any(n.startswith("v2-fallback-default") for n in OK_NAMES)
 
 
+def test_every_model_type_has_vectors_of_both_modes():
+    """Golden vectors per model type (FORMAT.md §2.4): each type's word-model frames, static and dynamic, in the
+    current format, written with a bundled model of that type."""
+    have = set()
+    for n in OK_NAMES:
+        e = MANIFEST[n]
+        if e["model_id"] and e["format_version"] == nlmcodec.FORMAT_VERSION:
+            name = nlmcodec._bundled_name_by_id(bytes.fromhex(e["model_id"]))
+            frame = (VEC / "ok" / f"{n}.nlm").read_bytes()
+            if name and any(b.kind == "model" for b in nlmcodec.get_frame_info(frame).blocks):
+                have.add((nlmcodec.load_model(name).config["arch"], e["adapt"]))
+    assert have == {(a, d) for a in ("elman", "lstm") for d in (False, True)}
+
+
 def test_retired_vectors_are_rejected():
     """A retired vector is kept with its reason and still fails to decode (it is not silently valid)."""
     ret = VEC / "retired"

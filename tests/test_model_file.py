@@ -182,3 +182,46 @@ def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
     shutil.copyfile(tiny, tmp_path / "default.nlmm")
     assert nlmcodec._bundled_files()["default"] == tmp_path / "default.nlmm"
     assert nlmcodec._default_model_name() == "default"
+
+
+def _lstm_model(seed=0, V=40, D=16, H=32, C=4):
+    rng = np.random.default_rng(seed)
+    cs = np.array([0, 5, 12, 20, V], np.int32)
+    p = R.init_params(V, D, H, C, rng, arch="lstm", forget_bias=2.0)
+    vocab = [b"", b""] + [f"w{i}".encode() for i in range(V - 2)]
+    return Model({"V": V, "D": D, "H": H, "C": C, "seg_len": 10, "lr": 1e-3, "decay": 1e-4, "eps": 1e-6,
+                  "arch": "lstm"}, p, np.full(14, 0.05), vocab, cs, b"w1\nw2\n", {"name": "t"})
+
+
+def test_model_types_in_the_file():
+    """An Elman model is written as model format 1, byte for byte as before types existed; an LSTM as format 2
+    with its type after the header; both read back with their type and coding works."""
+    import nlmcodec
+
+    m = _lstm_model()
+    b = m.to_bytes()
+    assert struct.unpack_from("<I", b, 8)[0] == 2 and struct.unpack_from("<I", b, 48)[0] == 1
+    m2 = Model.from_bytes(b)
+    assert m2.config["arch"] == "lstm" and m2.params.size == param_count(40, 16, 32, 4, "lstm")
+    assert param_count(40, 16, 32, 4, "lstm") - param_count(40, 16, 32, 4) == 3 * (32 * 16 + 32 * 32 + 32)
+    text = b"w1 w2 w3 w1 w2 w9 w1, w2.\n" * 30
+    for adapt in (False, True):
+        assert nlmcodec.decompress(nlmcodec.compress(text, model=m2, adapt=adapt), model=m2) == text
+    tiny = nlmcodec.load_model("tiny")
+    assert tiny.config["arch"] == "elman" and struct.unpack_from("<I", tiny.to_bytes(), 8)[0] == 1
+    e = Model(tiny.config, tiny.params, tiny.ms, tiny.vocab, tiny.class_start, tiny.speller_prime, tiny.metadata,
+              tiny.name, tiny.param_dtype)
+    assert e.to_bytes() == tiny.to_bytes()          # rewriting an Elman model gives its file, so its id
+
+
+def test_unknown_model_type_rejected():
+    b = bytearray(_lstm_model().to_bytes())
+    b[48:52] = struct.pack("<I", 7)
+    with pytest.raises(ModelFormatError, match="unknown model type code 7"):
+        Model.from_bytes(bytes(b))
+    b[8:12] = struct.pack("<I", 3)
+    with pytest.raises(ModelFormatError, match="unsupported model format version 3"):
+        Model.from_bytes(bytes(b))
+    with pytest.raises(ModelFormatError, match="unknown model type"):
+        Model({"V": 4, "D": 16, "H": 16, "C": 1, "arch": "gru"}, np.zeros(10), np.ones(14), [b""] * 4,
+              [0, 4])

@@ -20,20 +20,18 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from nlmcodec import train  # noqa: E402
-from nlmcodec._core import Codec  # noqa: E402
 from nlmcodec._model import Model  # noqa: E402
 
 import dev_sample  # noqa: E402
 
 
 def coded(model, adapt, texts):
+    """Word-model bytes of each text coded as one group, in the encoder's blocks (train.word_model_coded)."""
     bits = tokens = nbytes = 0
     for t in texts:
-        c = Codec(model, adapt)
-        p = c.encode_block(t)
-        st = c.stats()
-        bits += 8 * len(p)
-        tokens += st["tokens"]
+        n, k = train.word_model_coded(model, t, adapt)
+        bits += 8 * n
+        tokens += k
         nbytes += len(t)
     return {"bytes_out": bits // 8, "nats_per_token": bits * math.log(2) / tokens, "bits_per_byte": bits / nbytes,
             "tokens": int(tokens), "bytes_in": nbytes}

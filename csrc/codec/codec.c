@@ -21,7 +21,7 @@
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
-#include "model/lm.h"       /* LmWeights, Lm, lm_* (the model interface; the model type: lm_body_elman) */
+#include "model/lm.h"       /* LmWeights, Lm, lm_* (the model interface; the model types: lm_body_for) */
 #include "nlm.h"
 #include "speller/speller.h" /* Speller, speller_* */
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
@@ -362,7 +362,9 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
         if (sz > m->maxclass) m->maxclass = sz;
     }
     float ms[LM_MAX_TENSORS];
-    for (int t = 0; t < lm_tensor_count(&lm_body_elman); t++) { /* the model file's ms list, one per tensor */
+    const LmBodyOps* body = lm_body_for(cfg->arch);
+    if (lm_tensor_count(body) != 14) goto fail; /* the model file's ms list has 14 floats (MODEL_FORMAT.md) */
+    for (int t = 0; t < lm_tensor_count(body); t++) { /* the model file's ms list, one per tensor */
         uint32_t u = rd_le32(ms_le + 4 * t);
         memcpy(&ms[t], &u, 4);
     }
@@ -370,7 +372,7 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
     m->vocab_len = vocab_blob_len;
     for (int32_t id = 2; id < cfg->V; id++)
         if (m->vocab.blen[id] > MAX_BODY) { e = NLM_ERR_VOCAB; goto fail; }
-    if (!(m->weights = lm_weights_new(cfg, &lm_body_elman, params, dtype, ms, m->class_start, &e))) {
+    if (!(m->weights = lm_weights_new(cfg, body, params, dtype, ms, m->class_start, &e))) {
         if (e >= 0) e = NLM_ERR_NOMEM;
         goto fail;
     }

@@ -168,8 +168,15 @@ size_t lm_param_count(const NlmConfig* cfg, const LmBodyOps* body) {
     return off[lm_tensor_count(body)];
 }
 
-/* The public count is the Elman's: the only model type a model file names so far (MODEL_FORMAT.md). */
-size_t nlm_param_count(const NlmConfig* cfg) { return lm_param_count(cfg, &lm_body_elman); }
+const LmBodyOps* lm_body_for(int arch) {
+    switch (arch) {
+    case NLM_ARCH_ELMAN: return &lm_body_elman;
+    case NLM_ARCH_LSTM: return &lm_body_lstm;
+    default: return NULL;
+    }
+}
+
+size_t nlm_param_count(const NlmConfig* cfg) { return cfg ? lm_param_count(cfg, lm_body_for(cfg->arch)) : 0; }
 
 static void* walloc(size_t* bytes, size_t n, int zero) {
     if (n == 0) n = 1;

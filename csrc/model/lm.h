@@ -41,6 +41,9 @@ enum { LM_WC, LM_BC, LM_WO, LM_BO, LM_UC, LM_BCASE, LM_UG, LM_BGAP, LM_NHEAD };
 typedef struct LmWeights LmWeights;
 typedef struct Lm Lm;
 
+/* The body of a model type code (NLM_ARCH_*), or NULL for an unknown code. */
+const LmBodyOps* lm_body_for(int arch);
+
 /* Number of tensors of a model type's block (the length of its ms list): 3 + body + 8. */
 int lm_tensor_count(const LmBodyOps* body);
 /* Offsets (in floats) of the tensors in the block, off[lm_tensor_count] = lm_param_count.  0 tensors and

@@ -76,8 +76,9 @@ def unlex(data, tokens):
     return bytes(out)
 
 
-def param_count(V, D, H, C):
-    return native.param_count(V, D, H, C)
+def param_count(V, D, H, C, arch: int = 0):
+    """Floats of the parameter block (arch: nlm.h NLM_ARCH_*), from the core."""
+    return native.param_count(V, D, H, C, arch)
 
 
 SPELLER_PPM, SPELLER_CM, SPELLER_CM_ALL = 0, 1, 2   # nlm.h NLM_SPELLER_* (CM_ALL: measurement only)

@@ -23,7 +23,9 @@ from pathlib import Path
 from ._errors import ModelFormatError  # noqa: F401  (raised here; defined with NLMError, re-exported)
 
 MAGIC = b"\x89NLMM\r\n\x1a"
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2          # the newest this build reads and writes; an Elman model is written as version 1
+READ_MODEL_VERSIONS = (1, 2)
+ARCHS = ("elman", "lstm")         # model types by their code in the file (nlm.h NLM_ARCH_*); version 1 is elman
 DTYPE_F32, DTYPE_F16 = 0, 1
 NTENSORS = 14
 MAX_V = 1 << 20
@@ -33,10 +35,12 @@ MAX_BODY = 32
 MAX_PRIME = 64 << 20
 MAX_META = 16 << 20
 _HDR = struct.Struct("<8sIiiiiifffI")   # magic, version, V, D, H, C, seg_len, lr, decay, eps, param dtype
+_ARCH = struct.Struct("<I")              # version 2: the model type's code, after the header
 
 
-def param_count(V, D, H, C) -> int:
-    return V * D + 4 * D + 8 * D + H * D + H * H + H + C * H + C + V * H + V + 4 * H + V * 4 + 8 * H + V * 8
+def param_count(V, D, H, C, arch: str = "elman") -> int:
+    G = 4 if arch == "lstm" else 1        # rows of Wx, Wh, bh per hidden unit (FORMAT.md §2.4)
+    return V * D + 4 * D + 8 * D + G * (H * D + H * H + H) + C * H + C + V * H + V + 4 * H + V * 4 + 8 * H + V * 8
 
 
 def _check_config(cfg: dict) -> None:
@@ -57,6 +61,8 @@ def _check_config(cfg: dict) -> None:
         v = cfg.get(k)
         if not isinstance(v, Real) or isinstance(v, bool) or not math.isfinite(float(v)) or float(v) < 0:
             raise ModelFormatError(f"config {k} must be a finite float >= 0")
+    if cfg.get("arch", "elman") not in ARCHS:
+        raise ModelFormatError(f"unknown model type {cfg.get('arch')!r} (this build knows {', '.join(ARCHS)})")
 
 
 def _f32(x) -> float:
@@ -89,13 +95,21 @@ def _parse(b) -> dict:
         raise ModelFormatError("not an nlmcodec model file (bad magic)")
     a, _ = take(_HDR.size, "header")
     (_, ver, V, D, H, C, L, lr, decay, eps, pdt) = _HDR.unpack_from(b, a)
-    if ver != MODEL_FORMAT_VERSION:
-        raise ModelFormatError(f"unsupported model format version {ver} (this build reads {MODEL_FORMAT_VERSION})")
-    cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay), "eps": float(eps)}
+    if ver not in READ_MODEL_VERSIONS:
+        raise ModelFormatError(f"unsupported model format version {ver} (this build reads "
+                               f"{', '.join(map(str, READ_MODEL_VERSIONS))})")
+    arch = "elman"
+    if ver >= 2:
+        code = _ARCH.unpack_from(b, take(_ARCH.size, "model type")[0])[0]
+        if code >= len(ARCHS):
+            raise ModelFormatError(f"unknown model type code {code} (this build knows {', '.join(ARCHS)})")
+        arch = ARCHS[code]
+    cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay), "eps": float(eps),
+           "arch": arch}
     _check_config(cfg)
     if pdt not in (DTYPE_F16, DTYPE_F32):
         raise ModelFormatError(f"unknown parameter dtype code {pdt}")
-    need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C) * (2 if pdt == DTYPE_F16 else 4) + 4
+    need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C, arch) * (2 if pdt == DTYPE_F16 else 4) + 4
     if need > n_file:     # the shape alone needs more bytes than the file has: fail before anything is read
         raise ModelFormatError(f"truncated model file: V={V} D={D} H={H} C={C} need at least {need} bytes, "
                                f"the file has {n_file}")
@@ -114,7 +128,7 @@ def _parse(b) -> dict:
         raise ModelFormatError("speller priming list too large")
     spans["prime"] = take(plen, "speller priming list")
     isz = 2 if pdt == DTYPE_F16 else 4
-    spans["params"] = take(param_count(V, D, H, C) * isz, "parameter block")   # checked before any use
+    spans["params"] = take(param_count(V, D, H, C, arch) * isz, "parameter block")   # checked before any use
     mlen = u32("metadata length")
     if mlen > MAX_META:
         raise ModelFormatError("metadata too large")
@@ -140,7 +154,7 @@ class Model:
         self.config = {"V": int(config["V"]), "D": int(config["D"]), "H": int(config["H"]),
                        "C": int(config["C"]), "seg_len": int(config.get("seg_len", 20)),
                        "lr": _f32(config.get("lr", 0.0)), "decay": _f32(config.get("decay", 0.0)),
-                       "eps": _f32(config.get("eps", 0.0))}
+                       "eps": _f32(config.get("eps", 0.0)), "arch": str(config.get("arch", "elman"))}
         if param_dtype not in ("float16", "float32"):
             raise ValueError("param_dtype must be 'float16' or 'float32'")
         self.param_dtype = param_dtype
@@ -169,8 +183,9 @@ class Model:
         cfg = self.config
         _check_config(cfg)
         V, D, H, C = cfg["V"], cfg["D"], cfg["H"], cfg["C"]
-        if self._params.shape != (param_count(V, D, H, C),):
-            raise ModelFormatError(f"parameter block has {self._params.size} floats, expected {param_count(V, D, H, C)}")
+        n = param_count(V, D, H, C, cfg["arch"])
+        if self._params.shape != (n,):
+            raise ModelFormatError(f"parameter block has {self._params.size} floats, expected {n}")
         if not np.all(np.isfinite(self._params)):
             raise ModelFormatError("parameter block contains non-finite values")
         if self._ms.shape != (NTENSORS,) or not np.all(np.isfinite(self._ms)) or np.any(self._ms < 0):
@@ -245,9 +260,12 @@ class Model:
         import numpy as np
 
         cfg = self.config
-        out = [_HDR.pack(MAGIC, MODEL_FORMAT_VERSION, cfg["V"], cfg["D"], cfg["H"], cfg["C"], cfg["seg_len"],
+        elman = cfg["arch"] == "elman"        # version 1, byte for byte what it was before model types
+        out = [_HDR.pack(MAGIC, 1 if elman else 2, cfg["V"], cfg["D"], cfg["H"], cfg["C"], cfg["seg_len"],
                          cfg["lr"], cfg["decay"], cfg["eps"],
                          DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32)]
+        if not elman:
+            out.append(_ARCH.pack(ARCHS.index(cfg["arch"])))
         vb = self.vocab_blob()
         out += [struct.pack("<I", len(vb)), vb]
         out.append(self._class_start.astype("<i4").tobytes())
@@ -290,7 +308,7 @@ class Model:
         if self._file is None:
             self.to_bytes()
         c = self.config
-        conf = (c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"])
+        conf = (c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"], ARCHS.index(c["arch"]))
         nm = native.Model(conf, self._section("params"), DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32,
                           self._section("ms"), self._section("vocab"), self._section("class_start"),
                           self._section("prime"))
@@ -350,7 +368,7 @@ class Model:
     def tensors(self):
         from .reference import split_params
         c = self.config
-        return split_params(self.params, c["V"], c["D"], c["H"], c["C"])
+        return split_params(self.params, c["V"], c["D"], c["H"], c["C"], c["arch"])
 
     def with_config(self, **kw) -> "Model":
         cfg = dict(self.config)

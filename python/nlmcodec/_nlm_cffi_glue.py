@@ -24,8 +24,8 @@ def lex(data):
     return bytes(ffi.buffer(out, k * TOKEN_SIZE))
 
 
-def param_count(V, D, H, C):
-    cfg = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": 1})
+def param_count(V, D, H, C, arch=0):
+    cfg = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": 1, "arch": arch})
     return lib.nlm_param_count(cfg)
 
 
@@ -35,13 +35,13 @@ class Model:
     params is kept referenced (the C model reads it in place when it can: a mapped model file)."""
 
     def __init__(self, cfg, params, dtype, ms, vocab_blob, class_start, prime):
-        V, D, H, C, seg_len, lr, decay, eps = cfg
+        V, D, H, C, seg_len, lr, decay, eps, arch = cfg
         self.m = None
         self.err = -2
         if not len(params) or len(ms) < 56 or not len(vocab_blob) or len(class_start) < 4 * (C + 1):
             return
         conf = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": seg_len,
-                                      "lr": lr, "decay": decay, "eps": eps})
+                                      "lr": lr, "decay": decay, "eps": eps, "arch": arch})
         err = ffi.new("int*")
         self._params = params
         m = lib.nlm_model_new(conf, ffi.from_buffer(params), dtype, ffi.from_buffer(ms),

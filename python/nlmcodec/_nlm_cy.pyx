@@ -16,6 +16,7 @@ cdef extern from "nlm.h" nogil:
     ctypedef struct NlmConfig:
         int32_t V, D, H, C, seg_len
         float lr, decay, eps
+        int32_t arch
     ctypedef struct NlmCodec:
         pass
     ctypedef struct NlmModel:
@@ -77,10 +78,10 @@ def lex(const uint8_t[::1] data):
     return bytes(out[:k * sizeof(NlmLexToken)])
 
 
-def param_count(int V, int D, int H, int C):
+def param_count(int V, int D, int H, int C, int arch=0):
     cdef NlmConfig cfg
     cfg.V = V; cfg.D = D; cfg.H = H; cfg.C = C; cfg.seg_len = 1
-    cfg.lr = 0; cfg.decay = 0; cfg.eps = 0
+    cfg.lr = 0; cfg.decay = 0; cfg.eps = 0; cfg.arch = arch
     return nlm_param_count(&cfg)
 
 
@@ -96,7 +97,7 @@ cdef class Model:
                   const uint8_t[::1] vocab_blob, const uint8_t[::1] class_start, const uint8_t[::1] prime):
         cdef NlmConfig conf
         cdef int err = 0
-        conf.V, conf.D, conf.H, conf.C, conf.seg_len, conf.lr, conf.decay, conf.eps = cfg
+        conf.V, conf.D, conf.H, conf.C, conf.seg_len, conf.lr, conf.decay, conf.eps, conf.arch = cfg
         cdef const uint8_t* pp = &prime[0] if prime.shape[0] else <const uint8_t*>b""
         if params.shape[0] == 0 or ms.shape[0] < 56 or vocab_blob.shape[0] == 0 or \
                 class_start.shape[0] < 4 * (conf.C + 1):

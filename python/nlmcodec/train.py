@@ -143,7 +143,7 @@ def dev_slice(stream: Stream, n_tokens: int, n_chunks: int = 16):
 def evaluate(model: R.Model, params, dev, T: int = 64):
     w, k, g, cc = dev
     B, L = w.shape
-    h = np.zeros((B, model.H), dtype=params.dtype)
+    h = np.zeros((B, model.state_size), dtype=params.dtype)
     tot = {"class": 0.0, "word": 0.0, "case": 0.0, "gap": 0.0, "tokens": 0, "unk": 0}
     for a in range(0, L, T):
         b = min(L, a + T)
@@ -300,16 +300,16 @@ def train(args) -> Model:
         dev = dev_slice(dev_s, args.dev_tokens)
         log(f"dev tokens {len(dev_s):,}  eval slice {dev[0].size:,}  unk rate {np.mean(dev_s.w == 0):.4f}")
 
-    model = R.Model(V, D, H, C, class_start)
+    model = R.Model(V, D, H, C, class_start, arch=args.arch)
     rng0 = np.random.default_rng([args.seed, 1])
-    params = R.init_params(V, D, H, C, rng0, dtype=np.float32)
+    params = R.init_params(V, D, H, C, rng0, dtype=np.float32, arch=args.arch, forget_bias=args.forget_bias)
     init_meta = {}
     if args.init:
         # warm start: the weights of an earlier model of the same shape, vocabulary and classes (its float16
         # values); the optimiser moments start from zero and the schedule is this run's own
         m0 = Model.load(args.init)
         c0 = m0.config
-        if (c0["V"], c0["D"], c0["H"], c0["C"]) != (V, D, H, C) or m0.vocab != vocab or \
+        if (c0["V"], c0["D"], c0["H"], c0["C"], c0["arch"]) != (V, D, H, C, args.arch) or m0.vocab != vocab or \
                 not np.array_equal(m0.class_start, class_start):
             raise SystemExit(f"--init: {args.init} does not have this run's vocabulary, classes and shape")
         params = m0.params.astype(np.float32).copy()
@@ -327,7 +327,7 @@ def train(args) -> Model:
     total_tokens = args.tokens if args.tokens else int(args.epochs * steps_per_epoch * B * T)
     total_steps = max(1, total_tokens // (B * T))
     step = 0
-    h = np.zeros((B, H), dtype=np.float32)
+    h = np.zeros((B, model.state_size), dtype=np.float32)
     best = {"nats_per_token": float("inf"), "step": -1}
     curve = []
     if ck and args.resume and (ck / "last.npz").exists():
@@ -358,6 +358,8 @@ def train(args) -> Model:
         "class_rule": "sqrt-frequency binning, contiguous",
         "ms_rule": "RMS of per-segment summed-loss gradient; row-sparse tensors over touched rows",
     }
+    if args.arch != "elman":        # an Elman model's metadata (so its file) is what it was before model types
+        meta_base.update({"arch": args.arch, "forget_bias": args.forget_bias})
     meta_base.update(init_meta)
 
     def export(path, p, dev_res):
@@ -365,7 +367,7 @@ def train(args) -> Model:
         meta = dict(meta_base)
         meta.update({"steps": int(step), "tokens_trained": int(step * B * T),
                      "dev": dev_res, "param_storage": "float16"})
-        cfg = {"V": V, "D": D, "H": H, "C": C, **DEFAULT_DYN}
+        cfg = {"V": V, "D": D, "H": H, "C": C, **DEFAULT_DYN, "arch": args.arch}
         m = Model(cfg, p, ms, vocab, class_start, prime, meta, name=args.name, param_dtype="float16")
         m.save(path)
         return m
@@ -468,23 +470,23 @@ def train(args) -> Model:
 
 # ----------------------------------------------------------------------------------------------- dyn-eval tuning
 def tune_dynamic(model: Model, dev_text: bytes, lrs=(3e-4, 1e-3, 3e-3), decays=(0.0, 1e-4, 5e-4, 2e-3),
-                 seg_lens=(20,), eps=None, compress=None, log=print):
+                 seg_lens=(20,), eps=None, size=None, log=print):
     """Grid search of the dynamic-evaluation config on dev text by compressed size.
 
-    compress(data, model) -> bytes; default: nlmcodec.compress(data, model=model, adapt=True).
+    size(data, model) -> bytes it codes to; default: len(nlmcodec.compress(data, model=model, adapt=True)).
     Returns (best Model with the chosen config, list of (size, seg_len, lr, decay, eps))."""
-    if compress is None:
+    if size is None:
         import nlmcodec
 
-        def compress(data, m):
-            return nlmcodec.compress(data, model=m, adapt=True)
+        def size(data, m):
+            return len(nlmcodec.compress(data, model=m, adapt=True))
     eps = model.config["eps"] if eps is None else eps
     results = []
     for L in seg_lens:
         for lr in lrs:
             for dc in decays:
                 m = model.with_config(seg_len=int(L), lr=float(lr), decay=float(dc), eps=float(eps))
-                n = len(compress(dev_text, m))
+                n = size(dev_text, m)
                 results.append((n, L, lr, dc, eps))
                 log(f"seg_len {L} lr {lr:g} decay {dc:g}: {n} bytes")
     results.sort()
@@ -500,7 +502,7 @@ def dev_eval(model: Model, dev_paths, n_tokens: int = 200_000) -> dict:
     idx = {v: i for i, v in enumerate(model.vocab) if i >= 2}
     kmap = np.array([1 if k == END_KEY else idx.get(k, 0) for k in t.keys], dtype=np.int32)
     c = model.config
-    rm = R.Model(c["V"], c["D"], c["H"], c["C"], model.class_start)
+    rm = R.Model(c["V"], c["D"], c["H"], c["C"], model.class_start, arch=c["arch"])
     return evaluate(rm, model.params, dev_slice(Stream(t, kmap), n_tokens))
 
 
@@ -544,6 +546,10 @@ def build_parser():
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--classes", type=int, default=128)
+    ap.add_argument("--arch", choices=sorted(R.ARCHS), default="elman",
+                    help="model type (codec/FORMAT.md §2.4): elman (default) or lstm")
+    ap.add_argument("--forget-bias", type=float, default=1.0,
+                    help="lstm: initial bias of the forget gate (how far back the cell remembers at the start)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tokens", type=int, default=0, help="training tokens (sets the lr schedule)")
     g.add_argument("--epochs", type=float, default=1.0)
@@ -606,11 +612,24 @@ def main(argv=None) -> int:
     return run(parse_args(sys.argv[1:] if argv is None else argv))
 
 
+def word_model_coded(model: Model, text: bytes, adapt: bool):
+    """(payload bytes, tokens) of text coded by the word model as one group, in the blocks the encoder cuts
+    (_encode._model_pieces: 64 KiB, each within the token bound of codec/FORMAT.md §3.5), the codec's state
+    carried from block to block as in a frame."""
+    from ._core import Codec
+    from ._encode import _model_pieces
+
+    c = Codec(model, adapt)
+    n = tokens = 0
+    for pos, k in _model_pieces(text):
+        n += len(c.encode_block(text[pos:pos + k]))
+        tokens += c.stats()["tokens"]
+    return n, tokens
+
+
 def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
     """Tune seg_len, lr and decay of dynamic evaluation on the first nbytes of the dev documents (by the
     word model's coded size) and rewrite the model file with the best setting."""
-    from ._core import Codec
-
     text = bytearray()
     for doc in iter_documents(dev_paths):
         text += doc
@@ -618,7 +637,7 @@ def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
             break
     text = bytes(text[:nbytes])
     best, results = tune_dynamic(model, text, lrs=(5e-4, 1e-3, 2e-3), decays=(0.0, 1e-4, 1e-3), seg_lens=(10, 20),
-                                 compress=lambda d, m: Codec(m, True).encode_block(d), log=log)
+                                 size=lambda d, m: word_model_coded(m, d, True)[0], log=log)
     meta = dict(best.metadata)
     meta["dynamic_tuning"] = {"dev_bytes": len(text), "grid": [list(r) for r in results]}
     best = Model(best.config, best.params, best.ms, best.vocab, best.class_start, best.speller_prime, meta,

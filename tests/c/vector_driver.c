@@ -78,8 +78,10 @@ static NlmCodec* load_model(const char* path, int adapt) {
     cfg.C = (int32_t)rd_u32(&r), cfg.seg_len = (int32_t)rd_u32(&r);
     cfg.lr = rd_f32(&r), cfg.decay = rd_f32(&r), cfg.eps = rd_f32(&r);
     uint32_t dtype = rd_u32(&r);
-    if (r.bad || memcmp(magic, "\x89NLMM\r\n\x1a", 8) || version != 1 || dtype > 1 || cfg.C < 1 || cfg.C > cfg.V) {
-        fprintf(stderr, "%s: not a version 1 model file\n", path);
+    cfg.arch = version == 2 ? (int32_t)rd_u32(&r) : NLM_ARCH_ELMAN; /* model format 2 names its type */
+    if (r.bad || memcmp(magic, "\x89NLMM\r\n\x1a", 8) || (version != 1 && version != 2) || dtype > 1 || cfg.C < 1 ||
+        cfg.C > cfg.V) {
+        fprintf(stderr, "%s: not a version 1 or 2 model file\n", path);
         free(buf);
         return NULL;
     }

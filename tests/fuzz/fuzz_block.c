@@ -59,7 +59,7 @@ static void load_model(void) {
         exit(2);
     }
     const uint8_t *p = b, *end = b + n;
-    NlmConfig cfg;
+    NlmConfig cfg = {0}; /* arch 0: the dump is of the tiny Elman model */
     uint32_t vlen, plen;
     int ok = take(&p, end, &cfg.V, 4) && take(&p, end, &cfg.D, 4) && take(&p, end, &cfg.H, 4) &&
              take(&p, end, &cfg.C, 4) && take(&p, end, &cfg.seg_len, 4) && take(&p, end, &cfg.lr, 4) &&
