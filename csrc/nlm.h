@@ -81,11 +81,13 @@ typedef struct {
     float lr;           /* dynamic evaluation step size */
     float decay;        /* decay toward the trained weights per update */
     float eps;          /* RMS normaliser floor */
-    int32_t arch;       /* model type (codec/FORMAT.md §2.4): NLM_ARCH_ELMAN (0) or NLM_ARCH_LSTM (1) */
+    int32_t arch;       /* model type (codec/FORMAT.md §2.4): bits 0-7 NLM_ARCH_*, bits 8-15 its parameter
+                           (NLM_ARCH_NPLM: the context, the number of previous tokens; 0 for the others) */
 } NlmConfig;
 
 #define NLM_ARCH_ELMAN 0
 #define NLM_ARCH_LSTM 1
+#define NLM_ARCH_NPLM 2
 
 /* Number of floats in the parameter block of codec/FORMAT.md §2 (0 for an invalid configuration). */
 size_t nlm_param_count(const NlmConfig* cfg);

@@ -32,7 +32,7 @@ def test_every_model_type_has_vectors_of_both_modes():
             frame = (VEC / "ok" / f"{n}.nlm").read_bytes()
             if name and any(b.kind == "model" for b in nlmcodec.get_frame_info(frame).blocks):
                 have.add((nlmcodec.load_model(name).config["arch"], e["adapt"]))
-    assert have == {(a, d) for a in ("elman", "lstm") for d in (False, True)}
+    assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True)}
 
 
 def test_retired_vectors_are_rejected():

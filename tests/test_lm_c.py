@@ -45,15 +45,20 @@ pytestmark = pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 
 
-ARCHS = ("elman", "lstm")
-GATES = {"elman": 1, "lstm": 4}       # rows of Wx, Wh, bh per hidden unit
-STATE = {"elman": 1, "lstm": 2}       # floats of state per hidden unit
-FLAG = {"elman": 0, "lstm": 32}       # the harness's model-type flag
+ARCHS = ("elman", "lstm", "nplm")
+GATES = {"elman": 1, "lstm": 4, "nplm": 1}   # rows of Wx, Wh, bh per hidden unit
+FLAG = {"elman": 0, "lstm": 32, "nplm": 64}  # the harness's model-type flag (its NPLM has a context of 3)
+K = 3                                        # the NPLM's context
+
+
+def state_size(arch, D, H):
+    return {"elman": H, "lstm": 2 * H, "nplm": H + (K - 1) * D}[arch]
 
 
 def shapes(V, D, H, C, arch="elman"):
     G = GATES[arch]
-    return [(V, D), (4, D), (8, D), (G * H, D), (G * H, H), (G * H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
+    wh = (H, (K - 1) * D) if arch == "nplm" else (G * H, H)
+    return [(V, D), (4, D), (8, D), (G * H, D), wh, (G * H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
             (8, H), (V, 8)]
 
 
@@ -74,7 +79,7 @@ class Setup:
                  arch="elman"):
         rng = np.random.default_rng(seed)
         self.V, self.D, self.H, self.C, self.seg_len = V, D, H, C, seg_len
-        self.arch, self.S = arch, STATE[arch] * H
+        self.arch, self.S = arch, state_size(arch, D, H)
         G = GATES[arch]
         self.lr, self.decay, self.eps, self.adapt = np.float32(lr), np.float32(decay), np.float32(eps), adapt
         cuts = np.sort(rng.choice(np.arange(1, V), C - 1, replace=False))
@@ -83,7 +88,8 @@ class Setup:
         n = offsets(V, D, H, C, arch)[-1]
         self.params = (rng.standard_normal(n) * scale).astype(np.float32)
         p = split(self.params, V, D, H, C, arch)
-        p["Wh"][...] = (rng.standard_normal((G * H, H)) * (0.9 / np.sqrt(H))).astype(np.float32)
+        wh = p["Wh"].shape
+        p["Wh"][...] = (rng.standard_normal(wh) * (0.9 / np.sqrt(wh[1]))).astype(np.float32)
         p["Wx"][...] = (rng.standard_normal((G * H, D)) * (1.0 / np.sqrt(D))).astype(np.float32)
         self.ms = rng.uniform(0.01, 0.2, 14).astype(np.float32)
         # tokens: Zipf-ish ids, <end> now and then, cases/gaps random; case coded only for case 0..2
@@ -183,7 +189,7 @@ def np_forward(s, params, h0, toks):
     dt = np.complex128 if np.iscomplexobj(params) else np.float64
     p = {k: v.astype(dt) for k, v in split(params, s.V, s.D, s.H, s.C, s.arch).items()}
     H = s.H
-    h, cell = h0[:H].astype(dt), h0[H:].astype(dt)
+    h, cell = h0[:H].astype(dt), h0[H:].astype(dt)       # cell: the LSTM's c, the NPLM's older inputs
     out = []
     for w, k, g, _ in toks:
         c = s.cls[w]
@@ -193,9 +199,12 @@ def np_forward(s, params, h0, toks):
         zk = p["Uc"] @ h + p["Bc"][w]
         zg = p["Ug"] @ h + p["Bg"][w]
         x = p["E"][w] + p["Ecase"][k] + p["Egap"][g]
-        a = p["Wx"] @ x + p["Wh"] @ h + p["bh"]
+        a = p["Wx"] @ x + p["Wh"] @ (cell if s.arch == "nplm" else h) + p["bh"]
         if s.arch == "elman":
             h = np.tanh(a)
+        elif s.arch == "nplm":   # the older inputs, newest first (FORMAT.md §2.4)
+            h = np.tanh(a)
+            cell = np.concatenate([x, cell[:-s.D]])
         else:   # gates i, f, g, o (FORMAT.md §2.4)
             cell = sigmoid(a[H:2 * H]) * cell + sigmoid(a[:H]) * np.tanh(a[2 * H:3 * H])
             h = sigmoid(a[3 * H:]) * np.tanh(cell)

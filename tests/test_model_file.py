@@ -225,3 +225,18 @@ def test_unknown_model_type_rejected():
     with pytest.raises(ModelFormatError, match="unknown model type"):
         Model({"V": 4, "D": 16, "H": 16, "C": 1, "arch": "gru"}, np.zeros(10), np.ones(14), [b""] * 4,
               [0, 4])
+
+
+def test_nplm_context_in_the_type_field():
+    """The NPLM's context travels in bits 8-15 of the type field; out-of-range contexts are rejected."""
+    import nlmcodec
+
+    m = nlmcodec.load_model("tiny-nplm")
+    assert m.config["arch"] == "nplm" and m.config["context"] == 3
+    b = bytearray(m.to_bytes())
+    assert struct.unpack_from("<I", b, 48)[0] == 2 | 3 << 8
+    assert m.params.size == param_count(512, 16, 32, 16, "nplm", 3)
+    for bad in (2 | 1 << 8, 2 | 17 << 8, 1 | 3 << 8, 2 | 1 << 16):
+        b[48:52] = struct.pack("<I", bad)
+        with pytest.raises(ModelFormatError):
+            Model.from_bytes(bytes(b))

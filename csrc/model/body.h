@@ -30,9 +30,10 @@
 
 typedef struct LmBodyOps LmBodyOps;
 
-/* One stream's scratch for a body: created by ops->scratch_new, used only inside one call. */
+/* One stream's scratch for a body: created by ops->scratch_new, used only inside one call.  param: the
+ * model type's parameter (NlmConfig.arch >> 8; the NPLM's context, 0 for the others). */
 typedef struct {
-    int D, H, seg_cap, adapt;
+    int D, H, param, seg_cap, adapt;
     void* mem;
 } LmBody;
 
@@ -40,8 +41,9 @@ struct LmBodyOps {
     const char* name;                                    /* model type, as in a model file */
     int ntensors;                                        /* body tensors (<= LM_MAX_BODY_TENSORS) */
     const char* const* tensor_names;                     /* (ntensors) */
-    void (*shapes)(int D, int H, size_t sz[]);           /* floats of each body tensor */
-    int (*state_floats)(int D, int H);                   /* S_floats */
+    int param_min, param_max;                            /* the range of the type's parameter */
+    void (*shapes)(int D, int H, int param, size_t sz[]); /* floats of each body tensor */
+    int (*state_floats)(int D, int H, int param);        /* S_floats */
     /* per-stream scratch; *bytes grows by what was allocated; 0 on success */
     int (*scratch_new)(LmBody* b, size_t* bytes);
     void (*scratch_free)(LmBody* b);
@@ -57,5 +59,6 @@ struct LmBodyOps {
 /* The model types of the core. */
 extern const LmBodyOps lm_body_elman; /* elman.c */
 extern const LmBodyOps lm_body_lstm;  /* lstm.c */
+extern const LmBodyOps lm_body_nplm;  /* nplm.c */
 
 #endif /* NLM_BODY_H */

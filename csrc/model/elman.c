@@ -27,13 +27,15 @@ typedef struct {
 
 static const char* const NAMES[] = {"Wx", "Wh", "bh"};
 
-static void shapes(int D, int H, size_t sz[]) {
+static void shapes(int D, int H, int param, size_t sz[]) {
+    (void)param;
     sz[WX] = (size_t)H * (size_t)D;
     sz[WH] = (size_t)H * (size_t)H;
     sz[BH] = (size_t)H;
 }
 
-static int state_floats(int D, int H) {
+static int state_floats(int D, int H, int param) {
+    (void)param;
     (void)D;
     return H;
 }
@@ -112,6 +114,8 @@ const LmBodyOps lm_body_elman = {
     .name = "elman",
     .ntensors = 3,
     .tensor_names = NAMES,
+    .param_min = 0,
+    .param_max = 0,
     .shapes = shapes,
     .state_floats = state_floats,
     .scratch_new = scratch_new,

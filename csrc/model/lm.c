@@ -55,6 +55,7 @@
 struct LmWeights {
     const LmBodyOps* body;
     int V, D, H, C, SF, maxcs, seg_len;
+    int param;                  /* the model type's parameter (NlmConfig.arch >> 8) */
     int nb, nt;                 /* body tensors, all tensors */
     int hd[LM_NHEAD];           /* tensor index of each head tensor */
     int dense_t[LM_MAX_TENSORS]; /* the dense tensors in the order of the dense layout: Ecase, Egap (adjacent),
@@ -139,6 +140,8 @@ int lm_tensor_count(const LmBodyOps* body) { return LM_BODY + body->ntensors + L
 
 static int config_ok(const NlmConfig* cfg, const LmBodyOps* body) {
     if (!cfg || !body || body->ntensors < 0 || body->ntensors > LM_MAX_BODY_TENSORS) return 0;
+    int param = cfg->arch >> 8;
+    if (param < body->param_min || param > body->param_max) return 0;
     if (cfg->V < 2 || cfg->C < 1 || cfg->C > cfg->V) return 0;
     if (cfg->D <= 0 || cfg->H <= 0 || cfg->D % 16 || cfg->H % 16) return 0;
     if (cfg->V > (1 << 24) || cfg->D > 4096 || cfg->H > 4096) return 0;
@@ -153,7 +156,7 @@ void lm_tensor_offsets(const NlmConfig* cfg, const LmBodyOps* body, size_t off[L
     size_t sz[LM_MAX_TENSORS];
     int nb = body->ntensors, n = 0;
     sz[n++] = V * D, sz[n++] = 4 * D, sz[n++] = 8 * D;
-    body->shapes(cfg->D, cfg->H, sz + n);
+    body->shapes(cfg->D, cfg->H, cfg->arch >> 8, sz + n);
     n += nb;
     size_t head[LM_NHEAD] = {C * H, C, V * H, V, 4 * H, V * 4, 8 * H, V * 8};
     for (int k = 0; k < LM_NHEAD; k++) sz[n++] = head[k];
@@ -169,9 +172,10 @@ size_t lm_param_count(const NlmConfig* cfg, const LmBodyOps* body) {
 }
 
 const LmBodyOps* lm_body_for(int arch) {
-    switch (arch) {
+    switch (arch & 0xff) {
     case NLM_ARCH_ELMAN: return &lm_body_elman;
     case NLM_ARCH_LSTM: return &lm_body_lstm;
+    case NLM_ARCH_NPLM: return &lm_body_nplm;
     default: return NULL;
     }
 }
@@ -230,7 +234,8 @@ LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const voi
     if (!(w = calloc(1, sizeof *w))) goto fail;
     w->body = body;
     w->V = cfg->V, w->D = cfg->D, w->H = cfg->H, w->C = cfg->C, w->maxcs = maxcs, w->seg_len = cfg->seg_len;
-    w->SF = body->state_floats(cfg->D, cfg->H);
+    w->param = cfg->arch >> 8;
+    w->SF = body->state_floats(cfg->D, cfg->H, w->param);
     w->nb = body->ntensors;
     w->nt = lm_tensor_count(body);
     for (int k = 0; k < LM_NHEAD; k++) w->hd[k] = lm_head_index(w->nb, k);
@@ -343,7 +348,8 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     if (!(m = calloc(1, sizeof *m))) goto fail;
     m->V = w->V, m->D = w->D, m->H = w->H, m->C = w->C, m->SF = w->SF, m->adapt = adapt ? 1 : 0;
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
-    m->body.D = w->D, m->body.H = w->H, m->body.seg_cap = w->seg_len, m->body.adapt = m->adapt;
+    m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
+    m->body.adapt = m->adapt;
     m->w = w;
     if (w->body->scratch_new(&m->body, &m->bytes) != 0) goto fail;
     m->ops = w->body; /* from here lm_free releases the body's scratch */

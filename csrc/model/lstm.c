@@ -34,13 +34,15 @@ typedef struct {
 
 static const char* const NAMES[] = {"Wx", "Wh", "b"};
 
-static void shapes(int D, int H, size_t sz[]) {
+static void shapes(int D, int H, int param, size_t sz[]) {
+    (void)param;
     sz[WX] = 4 * (size_t)H * (size_t)D;
     sz[WH] = 4 * (size_t)H * (size_t)H;
     sz[B] = 4 * (size_t)H;
 }
 
-static int state_floats(int D, int H) {
+static int state_floats(int D, int H, int param) {
+    (void)param;
     (void)D;
     return 2 * H;
 }
@@ -151,6 +153,8 @@ const LmBodyOps lm_body_lstm = {
     .name = "lstm",
     .ntensors = 3,
     .tensor_names = NAMES,
+    .param_min = 0,
+    .param_max = 0,
     .shapes = shapes,
     .state_floats = state_floats,
     .scratch_new = scratch_new,

@@ -25,7 +25,8 @@ from ._errors import ModelFormatError  # noqa: F401  (raised here; defined with 
 MAGIC = b"\x89NLMM\r\n\x1a"
 MODEL_FORMAT_VERSION = 2          # the newest this build reads and writes; an Elman model is written as version 1
 READ_MODEL_VERSIONS = (1, 2)
-ARCHS = ("elman", "lstm")         # model types by their code in the file (nlm.h NLM_ARCH_*); version 1 is elman
+ARCHS = ("elman", "lstm", "nplm")  # model types by their code in the file (nlm.h NLM_ARCH_*); version 1 is elman
+NPLM_CONTEXT = (2, 16)             # the NPLM's context (previous tokens), stored in bits 8-15 of the type field
 DTYPE_F32, DTYPE_F16 = 0, 1
 NTENSORS = 14
 MAX_V = 1 << 20
@@ -38,9 +39,17 @@ _HDR = struct.Struct("<8sIiiiiifffI")   # magic, version, V, D, H, C, seg_len, l
 _ARCH = struct.Struct("<I")              # version 2: the model type's code, after the header
 
 
-def param_count(V, D, H, C, arch: str = "elman") -> int:
-    G = 4 if arch == "lstm" else 1        # rows of Wx, Wh, bh per hidden unit (FORMAT.md §2.4)
-    return V * D + 4 * D + 8 * D + G * (H * D + H * H + H) + C * H + C + V * H + V + 4 * H + V * 4 + 8 * H + V * 8
+def param_count(V, D, H, C, arch: str = "elman", context: int = 0) -> int:
+    heads = C * H + C + V * H + V + 4 * H + V * 4 + 8 * H + V * 8
+    if arch == "nplm":                    # Wx (H×D), Wh (H×(K−1)D), bh (H)   (FORMAT.md §2.4)
+        return V * D + 4 * D + 8 * D + H * D + H * (context - 1) * D + H + heads
+    G = 4 if arch == "lstm" else 1        # rows of Wx, Wh, bh per hidden unit
+    return V * D + 4 * D + 8 * D + G * (H * D + H * H + H) + heads
+
+
+def arch_code(cfg: dict) -> int:
+    """The model type field of a file (and NlmConfig.arch): the type's code, the NPLM's context << 8."""
+    return ARCHS.index(cfg["arch"]) | (int(cfg.get("context", 0)) << 8 if cfg["arch"] == "nplm" else 0)
 
 
 def _check_config(cfg: dict) -> None:
@@ -63,6 +72,9 @@ def _check_config(cfg: dict) -> None:
             raise ModelFormatError(f"config {k} must be a finite float >= 0")
     if cfg.get("arch", "elman") not in ARCHS:
         raise ModelFormatError(f"unknown model type {cfg.get('arch')!r} (this build knows {', '.join(ARCHS)})")
+    k = cfg.get("context", 0)
+    if cfg.get("arch") == "nplm" and (not isinstance(k, Integral) or not NPLM_CONTEXT[0] <= k <= NPLM_CONTEXT[1]):
+        raise ModelFormatError(f"nplm context {k!r} out of range [{NPLM_CONTEXT[0]}, {NPLM_CONTEXT[1]}]")
 
 
 def _f32(x) -> float:
@@ -98,18 +110,20 @@ def _parse(b) -> dict:
     if ver not in READ_MODEL_VERSIONS:
         raise ModelFormatError(f"unsupported model format version {ver} (this build reads "
                                f"{', '.join(map(str, READ_MODEL_VERSIONS))})")
-    arch = "elman"
+    arch, context = "elman", 0
     if ver >= 2:
         code = _ARCH.unpack_from(b, take(_ARCH.size, "model type")[0])[0]
-        if code >= len(ARCHS):
+        if (code & 0xFF) >= len(ARCHS) or code >> 16 or (code >> 8 and ARCHS[code & 0xFF] != "nplm"):
             raise ModelFormatError(f"unknown model type code {code} (this build knows {', '.join(ARCHS)})")
-        arch = ARCHS[code]
+        arch, context = ARCHS[code & 0xFF], code >> 8
     cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay), "eps": float(eps),
            "arch": arch}
+    if arch == "nplm":
+        cfg["context"] = context
     _check_config(cfg)
     if pdt not in (DTYPE_F16, DTYPE_F32):
         raise ModelFormatError(f"unknown parameter dtype code {pdt}")
-    need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C, arch) * (2 if pdt == DTYPE_F16 else 4) + 4
+    need = _HDR.size + 4 + 4 * (C + 1) + 4 * NTENSORS + 4 + param_count(V, D, H, C, arch, context) * (2 if pdt == DTYPE_F16 else 4) + 4
     if need > n_file:     # the shape alone needs more bytes than the file has: fail before anything is read
         raise ModelFormatError(f"truncated model file: V={V} D={D} H={H} C={C} need at least {need} bytes, "
                                f"the file has {n_file}")
@@ -128,7 +142,7 @@ def _parse(b) -> dict:
         raise ModelFormatError("speller priming list too large")
     spans["prime"] = take(plen, "speller priming list")
     isz = 2 if pdt == DTYPE_F16 else 4
-    spans["params"] = take(param_count(V, D, H, C, arch) * isz, "parameter block")   # checked before any use
+    spans["params"] = take(param_count(V, D, H, C, arch, context) * isz, "parameter block")   # checked before any use
     mlen = u32("metadata length")
     if mlen > MAX_META:
         raise ModelFormatError("metadata too large")
@@ -155,6 +169,8 @@ class Model:
                        "C": int(config["C"]), "seg_len": int(config.get("seg_len", 20)),
                        "lr": _f32(config.get("lr", 0.0)), "decay": _f32(config.get("decay", 0.0)),
                        "eps": _f32(config.get("eps", 0.0)), "arch": str(config.get("arch", "elman"))}
+        if self.config["arch"] == "nplm":
+            self.config["context"] = config.get("context")
         if param_dtype not in ("float16", "float32"):
             raise ValueError("param_dtype must be 'float16' or 'float32'")
         self.param_dtype = param_dtype
@@ -183,7 +199,7 @@ class Model:
         cfg = self.config
         _check_config(cfg)
         V, D, H, C = cfg["V"], cfg["D"], cfg["H"], cfg["C"]
-        n = param_count(V, D, H, C, cfg["arch"])
+        n = param_count(V, D, H, C, cfg["arch"], cfg.get("context", 0))
         if self._params.shape != (n,):
             raise ModelFormatError(f"parameter block has {self._params.size} floats, expected {n}")
         if not np.all(np.isfinite(self._params)):
@@ -265,7 +281,7 @@ class Model:
                          cfg["lr"], cfg["decay"], cfg["eps"],
                          DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32)]
         if not elman:
-            out.append(_ARCH.pack(ARCHS.index(cfg["arch"])))
+            out.append(_ARCH.pack(arch_code(cfg)))
         vb = self.vocab_blob()
         out += [struct.pack("<I", len(vb)), vb]
         out.append(self._class_start.astype("<i4").tobytes())
@@ -308,7 +324,7 @@ class Model:
         if self._file is None:
             self.to_bytes()
         c = self.config
-        conf = (c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"], ARCHS.index(c["arch"]))
+        conf = (c["V"], c["D"], c["H"], c["C"], c["seg_len"], c["lr"], c["decay"], c["eps"], arch_code(c))
         nm = native.Model(conf, self._section("params"), DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32,
                           self._section("ms"), self._section("vocab"), self._section("class_start"),
                           self._section("prime"))
@@ -368,7 +384,7 @@ class Model:
     def tensors(self):
         from .reference import split_params
         c = self.config
-        return split_params(self.params, c["V"], c["D"], c["H"], c["C"], c["arch"])
+        return split_params(self.params, c["V"], c["D"], c["H"], c["C"], c["arch"], c.get("context", 3))
 
     def with_config(self, **kw) -> "Model":
         cfg = dict(self.config)

@@ -19,7 +19,9 @@ state advances with token ``t`` through the model type's body (``arch``, FORMAT.
 * ``elman``: ``h_{t+1} = tanh(Wx·x_t + Wh·h_t + bh)``; the state is h (H);
 * ``lstm``: ``a = Wx·x_t + Wh·h_t + b`` (4H, gates i, f, g, o), ``i, f, o = σ(a_i, a_f, a_o)``,
   ``g = tanh(a_g)``, ``c_{t+1} = f·c_t + i·g``, ``h_{t+1} = o·tanh(c_{t+1})``, σ(z) = 0.5·tanh(0.5·z) + 0.5;
-  the state is [h, c] (2H).
+  the state is [h, c] (2H);
+* ``nplm`` with a context of K tokens: ``h_{t+1} = tanh(Wx·x_t + Wh·u_t + bh)``, u_t = [x_{t−1}, …,
+  x_{t−K+1}] (newest first); the state is [h, u] (H + (K−1)·D).
 
 Every function here also runs in complex arithmetic (for complex-step derivative checks).
 
@@ -38,7 +40,8 @@ NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "
 NCASE = 4
 NGAP = 8
 # model types: rows of Wx/Wh/b per hidden unit (gates) and floats of state per hidden unit
-ARCHS = {"elman": {"gates": 1, "state": 1}, "lstm": {"gates": 4, "state": 2}}
+ARCHS = {"elman": {"gates": 1, "state": 1}, "lstm": {"gates": 4, "state": 2}, "nplm": {"gates": 1, "state": 1}}
+NPLM_CONTEXT = 3                 # the NPLM's default context (n − 1 of an n-gram: a 4-gram)
 
 
 def _arch(arch: str) -> dict:
@@ -47,20 +50,22 @@ def _arch(arch: str) -> dict:
     return ARCHS[arch]
 
 
-def state_size(H: int, arch: str = "elman") -> int:
-    """Floats of the state a stream carries: Elman h (H), LSTM [h, c] (2H)."""
-    return _arch(arch)["state"] * H
+def state_size(H: int, arch: str = "elman", D: int = 0, context: int = NPLM_CONTEXT) -> int:
+    """Floats of the state a stream carries: Elman h (H), LSTM [h, c] (2H), NPLM [h, u] (H + (K−1)·D)."""
+    return _arch(arch)["state"] * H + ((context - 1) * D if arch == "nplm" else 0)
 
 
-def shapes(V: int, D: int, H: int, C: int, arch: str = "elman"):
-    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order (the body's bias is named bh for every type)."""
+def shapes(V: int, D: int, H: int, C: int, arch: str = "elman", context: int = NPLM_CONTEXT):
+    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order (the body's tensors are named Wx, Wh, bh for
+    every type; the NPLM's Wh reads the K−1 older inputs)."""
     G = _arch(arch)["gates"]
+    wh = (H, (context - 1) * D) if arch == "nplm" else (G * H, H)
     return [
         ("E", (V, D)),
         ("Ecase", (NCASE, D)),
         ("Egap", (NGAP, D)),
         ("Wx", (G * H, D)),
-        ("Wh", (G * H, H)),
+        ("Wh", wh),
         ("bh", (G * H,)),
         ("Wc", (C, H)),
         ("bc", (C,)),
@@ -73,18 +78,19 @@ def shapes(V: int, D: int, H: int, C: int, arch: str = "elman"):
     ]
 
 
-def param_count(V: int, D: int, H: int, C: int, arch: str = "elman") -> int:
-    return int(sum(int(np.prod(s)) for _, s in shapes(V, D, H, C, arch)))
+def param_count(V: int, D: int, H: int, C: int, arch: str = "elman", context: int = NPLM_CONTEXT) -> int:
+    return int(sum(int(np.prod(s)) for _, s in shapes(V, D, H, C, arch, context)))
 
 
-def split_params(flat: np.ndarray, V: int, D: int, H: int, C: int, arch: str = "elman") -> list:
+def split_params(flat: np.ndarray, V: int, D: int, H: int, C: int, arch: str = "elman",
+                 context: int = NPLM_CONTEXT) -> list:
     """Views (no copy) of the 14 tensors inside the flat block, in §2 order."""
     flat = np.asarray(flat)
-    n = param_count(V, D, H, C, arch)
+    n = param_count(V, D, H, C, arch, context)
     if flat.ndim != 1 or flat.shape[0] != n:
         raise ValueError(f"parameter block has {flat.shape} entries, expected ({n},)")
     out, o = [], 0
-    for _, s in shapes(V, D, H, C, arch):
+    for _, s in shapes(V, D, H, C, arch, context):
         k = int(np.prod(s))
         out.append(flat[o:o + k].reshape(s))
         o += k
@@ -102,19 +108,19 @@ def join_params(tensors, dtype=None) -> np.ndarray:
 
 
 def init_params(V: int, D: int, H: int, C: int, rng: np.random.Generator, dtype=np.float32, arch: str = "elman",
-                forget_bias: float = 1.0) -> np.ndarray:
+                forget_bias: float = 1.0, context: int = NPLM_CONTEXT) -> np.ndarray:
     """A sensible random initialisation (uniform, fan-in scaled; biases zero but the LSTM's forget gate's,
     forget_bias).  The Elman draws are the same as before model types existed (same seed, same weights)."""
     G = _arch(arch)["gates"]
     ts = []
-    for name, s in shapes(V, D, H, C, arch):
+    for name, s in shapes(V, D, H, C, arch, context):
         if name in ("bh", "bc", "bo", "Bc", "Bg"):
             t = np.zeros(s)
             if name == "bh" and arch == "lstm":
                 t[H:2 * H] = forget_bias
         elif name in ("E", "Ecase", "Egap"):
             t = rng.uniform(-0.1, 0.1, s)
-        elif name == "Wh":
+        elif name == "Wh" and arch != "nplm":
             # near-orthogonal recurrent matrix (one per gate) scaled below 1
             t = np.concatenate([0.9 * np.linalg.qr(rng.standard_normal((H, H)))[0] for _ in range(G)])
         else:
@@ -141,11 +147,11 @@ def _log_softmax(z):
 class Model:
     """Bundle of sizes + class map for the reference computations."""
 
-    def __init__(self, V, D, H, C, class_start, arch: str = "elman"):
+    def __init__(self, V, D, H, C, class_start, arch: str = "elman", context: int = NPLM_CONTEXT):
         self.V, self.D, self.H, self.C = int(V), int(D), int(H), int(C)
         _arch(arch)
-        self.arch = arch
-        self.state_size = state_size(self.H, arch)
+        self.arch, self.context = arch, int(context)
+        self.state_size = state_size(self.H, arch, self.D, self.context)
         self.class_start = np.asarray(class_start, dtype=np.int64)
         if self.class_start.shape != (self.C + 1,) or self.class_start[0] != 0 or self.class_start[-1] != self.V:
             raise ValueError("bad class_start")
@@ -154,11 +160,11 @@ class Model:
         self.cls = class_of(self.class_start, self.V)
 
     def split(self, flat):
-        return split_params(flat, self.V, self.D, self.H, self.C, self.arch)
+        return split_params(flat, self.V, self.D, self.H, self.C, self.arch, self.context)
 
     @property
     def n_params(self):
-        return param_count(self.V, self.D, self.H, self.C, self.arch)
+        return param_count(self.V, self.D, self.H, self.C, self.arch, self.context)
 
 
 def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded, h0=None, mask=None,
@@ -194,7 +200,7 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     X = E[wf] + Ecase[kf]
     X += Egap[gf]                                  # (N, D), order E + Ecase + Egap
     body = _BODIES[model.arch]
-    hs, cache, final = body[0](X, Wx, Wh, bh, np.asarray(h0, dtype=dt), T, B, H)
+    hs, rin, cache, final = body[0](X, Wx, Wh, bh, np.asarray(h0, dtype=dt), T, B, H)
     P = hs[:T].reshape(N, H)                       # predictor state of every token
 
     wt = mf.astype(dt) if mf is not None else None   # token weights (mask)
@@ -292,12 +298,14 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
     np.add.at(dBg, wf, dZg)
 
     # ---- BPTT through the body (the final state's gradient is zero: truncated); dA = dL/d(pre-activation)
-    dA = body[1](dP.reshape(T, B, H), hs, cache, Wh, T, B, H)
+    dA, dXu = body[1](dP.reshape(T, B, H), hs, cache, Wh, T, B, H)
     dAf = dA.reshape(N, -1)
-    np.matmul(dAf.T, hs[:T].reshape(N, H), out=gWh)
+    np.matmul(dAf.T, rin.reshape(N, -1), out=gWh)
     np.matmul(dAf.T, X, out=gWx)
     gbh[...] = dAf.sum(0)
     dX = dAf @ Wx
+    if dXu is not None:
+        dX += dXu.reshape(N, D)
     np.add.at(gE, wf, dX)
     np.add.at(gEcase, kf, dX)
     np.add.at(gEgap, gf, dX)
@@ -310,8 +318,9 @@ def forward_backward(model: Model, params: np.ndarray, w, case, gap, case_coded,
 
 
 # ---- bodies: forward (X (N, D) time-major, weights, h0 (B, S)) -> (hs (T+1, B, H): hs[t] predicts token t,
-# cache, final state (B, S)); backward (dP (T, B, H): the heads' gradient on hs[t]) -> dA (T, B, G·H),
-# dA[t] = dL/d(pre-activation of the transition with token t), zero for the last token's (truncated)
+# rin (T, B, ·): what Wh multiplies in each transition, cache, final state (B, S)); backward (dP (T, B, H):
+# the heads' gradient on hs[t]) -> (dA (T, B, G·H), dA[t] = dL/d(pre-activation of the transition with
+# token t), zero for the last token's (truncated); a gradient on the inputs X beyond dA·Wx, or None)
 
 def _elman_forward(X, Wx, Wh, bh, h0, T, B, H):
     hs = np.empty((T + 1, B, H), dtype=X.dtype)
@@ -322,7 +331,7 @@ def _elman_forward(X, Wx, Wh, bh, h0, T, B, H):
         a = XW[t] + hs[t] @ WhT
         a += bh
         np.tanh(a, out=hs[t + 1])
-    return hs, None, hs[T].copy()
+    return hs, hs[:T], None, hs[T].copy()
 
 
 def _elman_backward(dP, hs, cache, Wh, T, B, H):
@@ -333,7 +342,7 @@ def _elman_backward(dP, hs, cache, Wh, T, B, H):
         da = g * (1 - hs[t] * hs[t])
         dA[t - 1] = da
         g = dP[t - 1] + da @ Wh
-    return dA
+    return dA, None
 
 
 def _sigmoid(z):
@@ -355,7 +364,7 @@ def _lstm_forward(X, Wx, Wh, b, h0, T, B, H):
         gates[t] = np.concatenate([i, f, g, o], axis=1)
         cs[t + 1] = f * cs[t] + i * g
         hs[t + 1] = o * np.tanh(cs[t + 1])
-    return hs, (cs, gates), np.concatenate([hs[T], cs[T]], axis=1)
+    return hs, hs[:T], (cs, gates), np.concatenate([hs[T], cs[T]], axis=1)
 
 
 def _lstm_backward(dP, hs, cache, Wh, T, B, H):
@@ -374,10 +383,45 @@ def _lstm_backward(dP, hs, cache, Wh, T, B, H):
         dA[t - 1] = da
         gc = dct * f
         gh = dP[t - 1] + da @ Wh
-    return dA
+    return dA, None
 
 
-_BODIES = {"elman": (_elman_forward, _elman_backward), "lstm": (_lstm_forward, _lstm_backward)}
+def _nplm_forward(X, Wx, Wh, bh, h0, T, B, H):
+    D = X.shape[1]
+    nu = Wh.shape[1]
+    hs = np.empty((T + 1, B, H), dtype=X.dtype)
+    us = np.empty((T + 1, B, nu), dtype=X.dtype)   # us[t]: the older inputs of the transition with token t
+    hs[0], us[0] = h0[:, :H], h0[:, H:]
+    Xt = X.reshape(T, B, D)
+    XW = (X @ Wx.T).reshape(T, B, H)
+    for t in range(T):
+        a = XW[t] + us[t] @ Wh.T
+        a += bh
+        hs[t + 1] = np.tanh(a)
+        us[t + 1] = np.concatenate([Xt[t], us[t][:, :nu - D]], axis=1)
+    return hs, us[:T], D, np.concatenate([hs[T], us[T]], axis=1)
+
+
+def _nplm_backward(dP, hs, D, Wh, T, B, H):
+    """dh_t = dP[t] (0 at T): h_{t-1} does not enter h_t; gu = dL/du_t carries the older inputs' gradient."""
+    dt = dP.dtype
+    nu = Wh.shape[1]
+    dA = np.empty((T, B, H), dtype=dt)
+    dXu = np.empty((T, B, D), dtype=dt)
+    gu = np.zeros((B, nu), dtype=dt)
+    for t in range(T, 0, -1):
+        dh = dP[t] if t < T else np.zeros((B, H), dtype=dt)
+        da = dh * (1 - hs[t] * hs[t])
+        dA[t - 1] = da
+        dXu[t - 1] = gu[:, :D]                     # x_{t-1} is also u_t's first slot
+        g = da @ Wh
+        g[:, :nu - D] += gu[:, D:]
+        gu = g
+    return dA, dXu
+
+
+_BODIES = {"elman": (_elman_forward, _elman_backward), "lstm": (_lstm_forward, _lstm_backward),
+           "nplm": (_nplm_forward, _nplm_backward)}
 
 
 def loss_fn(model, params, w, case, gap, case_coded, h0=None, mask=None):

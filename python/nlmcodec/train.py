@@ -300,16 +300,18 @@ def train(args) -> Model:
         dev = dev_slice(dev_s, args.dev_tokens)
         log(f"dev tokens {len(dev_s):,}  eval slice {dev[0].size:,}  unk rate {np.mean(dev_s.w == 0):.4f}")
 
-    model = R.Model(V, D, H, C, class_start, arch=args.arch)
+    model = R.Model(V, D, H, C, class_start, arch=args.arch, context=args.context)
     rng0 = np.random.default_rng([args.seed, 1])
-    params = R.init_params(V, D, H, C, rng0, dtype=np.float32, arch=args.arch, forget_bias=args.forget_bias)
+    params = R.init_params(V, D, H, C, rng0, dtype=np.float32, arch=args.arch, forget_bias=args.forget_bias,
+                           context=args.context)
     init_meta = {}
     if args.init:
         # warm start: the weights of an earlier model of the same shape, vocabulary and classes (its float16
         # values); the optimiser moments start from zero and the schedule is this run's own
         m0 = Model.load(args.init)
         c0 = m0.config
-        if (c0["V"], c0["D"], c0["H"], c0["C"], c0["arch"]) != (V, D, H, C, args.arch) or m0.vocab != vocab or \
+        if (c0["V"], c0["D"], c0["H"], c0["C"], c0["arch"], c0.get("context", args.context)) != \
+                (V, D, H, C, args.arch, args.context) or m0.vocab != vocab or \
                 not np.array_equal(m0.class_start, class_start):
             raise SystemExit(f"--init: {args.init} does not have this run's vocabulary, classes and shape")
         params = m0.params.astype(np.float32).copy()
@@ -359,7 +361,8 @@ def train(args) -> Model:
         "ms_rule": "RMS of per-segment summed-loss gradient; row-sparse tensors over touched rows",
     }
     if args.arch != "elman":        # an Elman model's metadata (so its file) is what it was before model types
-        meta_base.update({"arch": args.arch, "forget_bias": args.forget_bias})
+        meta_base.update({"arch": args.arch, **({"forget_bias": args.forget_bias} if args.arch == "lstm" else {}),
+                          **({"context": args.context} if args.arch == "nplm" else {})})
     meta_base.update(init_meta)
 
     def export(path, p, dev_res):
@@ -368,6 +371,8 @@ def train(args) -> Model:
         meta.update({"steps": int(step), "tokens_trained": int(step * B * T),
                      "dev": dev_res, "param_storage": "float16"})
         cfg = {"V": V, "D": D, "H": H, "C": C, **DEFAULT_DYN, "arch": args.arch}
+        if args.arch == "nplm":
+            cfg["context"] = args.context
         m = Model(cfg, p, ms, vocab, class_start, prime, meta, name=args.name, param_dtype="float16")
         m.save(path)
         return m
@@ -502,7 +507,7 @@ def dev_eval(model: Model, dev_paths, n_tokens: int = 200_000) -> dict:
     idx = {v: i for i, v in enumerate(model.vocab) if i >= 2}
     kmap = np.array([1 if k == END_KEY else idx.get(k, 0) for k in t.keys], dtype=np.int32)
     c = model.config
-    rm = R.Model(c["V"], c["D"], c["H"], c["C"], model.class_start, arch=c["arch"])
+    rm = R.Model(c["V"], c["D"], c["H"], c["C"], model.class_start, arch=c["arch"], context=c.get("context", 3))
     return evaluate(rm, model.params, dev_slice(Stream(t, kmap), n_tokens))
 
 
@@ -547,7 +552,9 @@ def build_parser():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--classes", type=int, default=128)
     ap.add_argument("--arch", choices=sorted(R.ARCHS), default="elman",
-                    help="model type (codec/FORMAT.md §2.4): elman (default) or lstm")
+                    help="model type (codec/FORMAT.md §2.4): elman (default), lstm or nplm")
+    ap.add_argument("--context", type=int, default=R.NPLM_CONTEXT,
+                    help="nplm: the previous tokens it reads (n − 1 of an n-gram; 2..16)")
     ap.add_argument("--forget-bias", type=float, default=1.0,
                     help="lstm: initial bias of the forget gate (how far back the cell remembers at the start)")
     g = ap.add_mutually_exclusive_group()

@@ -7,11 +7,11 @@
  *   int32 class_start[C+1]; float32 ms[14]; float32 params[np]; int32 tokens[ntok][4] (w, case, gap, coded).
  * flags: 1 dump params after every segment, 2 dump the dense gradient after every segment,
  *   4 set MXCSR to FTZ|DAZ|round-down before running (the model must not care),
- *   32 the LSTM body (else the Elman's),
+ *   32 the LSTM body, 64 the NPLM body with a context of 3 tokens (else the Elman's),
  *   8 save at ntok/3, run to 2ntok/3, restore, then run and write from ntok/3 (the output must equal a
  *     plain run's), 16 cap the kernels at SSE2.
  * OUT: per token: class logits (C), word logits of its class (n), case (4), gap (8), the state S after the
- *   token (Elman h: H, LSTM h and c: 2H); after every segment the requested dumps; at the end the final params.  A segment ends after seg_len
+ *   token (Elman h: H, LSTM h and c: 2H, NPLM h and 2 inputs: H + 2D); after every segment the requested dumps; at the end the final params.  A segment ends after seg_len
  *   tokens, after a <end> token (w == 1), and after the last token.
  */
 #include <stdint.h>
@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
     rd(cs, (size_t)(cfg.C + 1) * 4, f);
     float ms[14];
     rd(ms, sizeof ms, f);
-    const LmBodyOps* body = (flags & 32) ? &lm_body_lstm : &lm_body_elman;
+    cfg.arch = (flags & 32) ? NLM_ARCH_LSTM : (flags & 64) ? (NLM_ARCH_NPLM | 3 << 8) : NLM_ARCH_ELMAN;
+    const LmBodyOps* body = lm_body_for(cfg.arch);
     np = lm_param_count(&cfg, body);
     if (!np) die("bad config");
     float* params = malloc(np * 4);
