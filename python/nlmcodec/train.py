@@ -627,11 +627,10 @@ def word_model_coded(model: Model, text: bytes, adapt: bool):
     from ._encode import _model_pieces
 
     c = Codec(model, adapt)
-    n = tokens = 0
+    n = 0
     for pos, k in _model_pieces(text):
         n += len(c.encode_block(text[pos:pos + k]))
-        tokens += c.stats()["tokens"]
-    return n, tokens
+    return n, int(c.stats()["tokens"])          # the codec's counts run over the group
 
 
 def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):

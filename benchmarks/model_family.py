@@ -1,0 +1,131 @@
+"""The model family on one yardstick (issue 13 item 3): each model type trained with the same budget and
+sizes, then coded exactly, static and dynamic.
+
+    python benchmarks/model_family.py [--vocab V --dim D --hidden H --classes C --tokens N] [--out FILE]
+
+For each type (elman, lstm, nplm) it trains a model with nlmcodec's own trainer (``python -m nlmcodec
+--train``) on the training corpus, with the same vocabulary, sizes, token budget, batch, BPTT, learning rate
+and seed, into runs/family-<sizes>-<tokens>/<type>/ (a run that is there already is resumed or reused: a long
+budget can be stopped and started again).  Then, per type: dev nats/token at the chosen checkpoint (the
+trainer's float64 evaluation on its fixed dev slice), and the exact coded size of the dev sample of
+tools/dev_sample.py and of the 14 English benchmark files in bits per byte, static and dynamic (the word
+model's payloads in the encoder's blocks: train.word_model_coded; every file one group), the coding speed in
+tokens per CPU second (static and dynamic, over the English files) and the model file's size.  Dynamic rows
+use each model's dynamic-evaluation settings as its training run tuned them on dev.  The report goes to
+benchmarks/model_family.md (or --out).
+
+Not in the table yet: interpolated Kneser-Ney and the mixtures with it (issue 13 item 2 is not built).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tools"))
+
+from _benchlib import load_bench, write_report  # noqa: E402
+
+TYPES = ("elman", "lstm", "nplm")
+
+
+def train_cmd(arch, a, ck: Path, corpus: str):
+    """The training command of one row (paths relative to the repository when they can be)."""
+    rel = lambda p: os.path.relpath(p, REPO)  # noqa: E731
+    return ["python", "-m", "nlmcodec", "--train", rel(os.path.join(corpus, "train")), "-o", rel(ck / "final.nlmm"),
+            "--arch", arch, "--vocab", str(a.vocab), "--dim", str(a.dim), "--hidden", str(a.hidden),
+            "--classes", str(a.classes), "--tokens", str(a.tokens), "--seed", str(a.seed),
+            "--dev", rel(os.path.join(corpus, "dev", "dev-00.jsonl.xz")), "--checkpoint-dir", rel(ck),
+            "--batch", str(a.batch), "--bptt", str(a.bptt), "--lr", str(a.lr), "--name", f"family-{arch}",
+            "--cache-dir", rel(ck.parent / "tokens"), "--quiet", "--resume"]
+
+
+def coded(model, texts, adapt):
+    """(bits per byte, tokens per CPU second) of texts, each coded as one group in the encoder's blocks."""
+    from nlmcodec.train import word_model_coded
+
+    nbytes = nin = ntok = 0
+    t0 = time.process_time()
+    for t in texts:
+        n, k = word_model_coded(model, t, adapt)
+        nbytes, nin, ntok = nbytes + n, nin + len(t), ntok + k
+    dt = time.process_time() - t0
+    return 8 * nbytes / nin, ntok / dt
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vocab", type=int, default=24576)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--classes", type=int, default=192)
+    ap.add_argument("--tokens", type=int, default=52_000_000, help="training tokens of every row")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--bptt", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--files", default="english", help="benchmark files or sets (default: the 14 English files)")
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "model_family.md"))
+    a = ap.parse_args(argv)
+    bench = load_bench()
+    corpus = bench.require_corpus_dir()
+    runs = REPO / "runs" / f"family-V{a.vocab}-D{a.dim}-H{a.hidden}-C{a.classes}-T{a.tokens}"
+    import dev_sample
+
+    dev_dir = runs / "dev_sample"
+    if not (dev_dir / "dev_book.txt").exists():
+        dev_sample.main(dev_dir)
+    dev = [p.read_bytes() for p in sorted(dev_dir.glob("dev_*.txt"))]
+    files = bench.expand_files([a.files])
+    texts = [bench.read_file(f)[1] for f in files]    # (name, bytes); Silesia files are stored xz-compressed
+    from nlmcodec._model import Model
+
+    rows, cmds = [], []
+    for arch in a.types.split(","):
+        ck = runs / arch
+        cmd = train_cmd(arch, a, ck, corpus)
+        cmds.append(" ".join(["OPENBLAS_NUM_THREADS=1", *cmd]))
+        if not (ck / "final.nlmm").exists():
+            env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+            t0 = time.time()
+            subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, env=env, check=False)
+            print(f"{arch}: trained in {time.time() - t0:.0f} s", flush=True)
+        if not (ck / "final.nlmm").exists():
+            raise SystemExit(f"{arch}: training did not write {ck / 'final.nlmm'}")
+        m = Model.load(ck / "final.nlmm")
+        dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token")
+        row = {"type": arch, "dev_nats": dev_nats, "size": (ck / "final.nlmm").stat().st_size,
+               "params": m.params.size}
+        for mode, adapt in (("static", False), ("dynamic", True)):
+            row[f"dev_{mode}"], _ = coded(m, dev, adapt)
+            row[f"eng_{mode}"], row[f"tps_{mode}"] = coded(m, texts, adapt)
+        rows.append(row)
+        print(row, flush=True)
+    out = ["# The model family on one yardstick", "",
+           f"`python benchmarks/model_family.py --vocab {a.vocab} --dim {a.dim} --hidden {a.hidden} --classes "
+           f"{a.classes} --tokens {a.tokens}`: every row trained with the same budget of {a.tokens:,} tokens "
+           f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "
+           f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens. Bits per byte are exact codes "
+           f"(word-model payloads); the English set is {len(files)} files, {sum(map(len, texts)):,} bytes; "
+           "speed in tokens per CPU second on this machine. Kneser-Ney rows: not built yet.", "",
+           "| model | dev nats/token | dev bits/byte static | dynamic | English bits/byte static | dynamic | "
+           "tokens/s static | dynamic | parameters | model file |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['type']} | {r['dev_nats']:.4f} | {r['dev_static']:.4f} | {r['dev_dynamic']:.4f} | "
+                   f"{r['eng_static']:.4f} | {r['eng_dynamic']:.4f} | {r['tps_static']:,.0f} | "
+                   f"{r['tps_dynamic']:,.0f} | {r['params']:,} | {r['size']:,} |")
+    out += ["", "Training commands (run from the repository; each resumes from its checkpoints):", ""]
+    out += [f"    {c}" for c in cmds]
+    write_report(out, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
