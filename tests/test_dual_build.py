@@ -18,7 +18,8 @@ BUILDS = {"scalar-O0": ("gcc", "ref"), "simd-O2": ("gcc", "simd"), "simd-O3": ("
           "clang-simd-O2": ("clang", "simd"), "clang-scalar-O0": ("clang", "ref")}
 CLANG_MISSING = "clang is not installed (.ci/run installs it with apt-get where it can)"
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+pytestmark = [pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc"),
+              pytest.mark.one_lane]   # no binding involved: the cffi lane skips it
 
 
 def sample_text(n_words, seed):

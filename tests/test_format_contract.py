@@ -18,6 +18,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips it
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CSRC = ROOT / "csrc"
 FORMAT = ROOT / "codec" / "FORMAT.md"

@@ -135,6 +135,7 @@ for i, t in enumerate(IN["texts"]):
 """
 
 
+@pytest.mark.one_lane          # runs both bindings itself
 def test_bindings_identical(run_backend, tiny_model_path):
     from conftest import word_salad
     texts = ["", "a", "The quick brown fox jumps over the lazy dog.\n", word_salad(3000).decode(),

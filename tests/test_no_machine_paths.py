@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips it
+
 ROOT = Path(__file__).resolve().parents[1]
 # home and work folders of any machine; /tmp/... scratch names in usage examples are not machine paths
 MACHINE_PATH = re.compile(r"(?<![\w.~])(/wor[k]/|/hom[e]/\w|/User[s]/\w|/roo[t]/|/mn[t]/\w|[A-Za-z]:\\\\User[s])")  # [k]: not itself

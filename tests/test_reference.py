@@ -5,6 +5,8 @@ import pytest
 
 from nlmcodec import reference as R
 
+pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips it
+
 
 def _setup(seed=0, V=11, D=16, H=16, C=3, B=2, T=5, arch="elman"):
     rng = np.random.default_rng(seed)

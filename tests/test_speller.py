@@ -20,6 +20,8 @@ from corpus_cache import CORPUS as _CORPUS, head_text
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
 
+pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips it
+
 CSRC = cbuild.CSRC
 
 CORPUS = str(_CORPUS)
