@@ -30,11 +30,14 @@
 
 typedef struct LmBodyOps LmBodyOps;
 
-/* One stream's scratch for a body: created by ops->scratch_new, used only inside one call.  param: the
- * model type's parameter (NlmConfig.arch >> 8; the NPLM's context, 0 for the others). */
+/* One stream's scratch for a body, allocated by lm.c from the sizes the body declares; its contents are
+ * valid only inside one call.  param: the model type's parameter (NlmConfig.arch >> 8; the NPLM's context,
+ * 0 for the others). */
 typedef struct {
     int D, H, param, seg_cap, adapt;
-    void* mem;
+    float* fwd;             /* (fwd_floats) */
+    float* da;              /* (seg_cap × da_floats) adaptive: the pre-activation gradient of each transition */
+    const float **pd, **pu; /* (seg_cap) adaptive: pointer lists for kern_outer_acc_seq */
 } LmBody;
 
 struct LmBodyOps {
@@ -44,9 +47,8 @@ struct LmBodyOps {
     int param_min, param_max;                            /* the range of the type's parameter */
     void (*shapes)(int D, int H, int param, size_t sz[]); /* floats of each body tensor */
     int (*state_floats)(int D, int H, int param);        /* S_floats */
-    /* per-stream scratch; *bytes grows by what was allocated; 0 on success */
-    int (*scratch_new)(LmBody* b, size_t* bytes);
-    void (*scratch_free)(LmBody* b);
+    int (*fwd_floats)(int D, int H, int param);          /* forward scratch */
+    int (*da_floats)(int D, int H, int param);           /* pre-activation floats of one transition */
     /* forward: S (S_floats, in/out) advanced by the input x (D) */
     void (*step)(LmBody* b, const float* const* P, const float* x, float* S);
     void (*bwd_begin)(LmBody* b, float* const* G);

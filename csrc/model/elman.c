@@ -12,18 +12,11 @@
 #include "../common/fpenv.h"
 #include "body.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/kern.h"
 
 enum { WX, WH, BH };
-
-typedef struct {
-    float *pre, *tmp;   /* (H) (H) forward scratch */
-    float* da;          /* (seg_cap × H) da of each transition, row i = token T-1-i (adaptive) */
-    const float** pd;   /* (seg_cap) */
-} ElmanScratch;
 
 static const char* const NAMES[] = {"Wx", "Wh", "bh"};
 
@@ -40,45 +33,24 @@ static int state_floats(int D, int H, int param) {
     return H;
 }
 
-static void scratch_free(LmBody* b) {
-    ElmanScratch* s = b->mem;
-    if (!s) return;
-    free(s->pre);
-    free(s->tmp);
-    free(s->da);
-    free((void*)s->pd);
-    free(s);
-    b->mem = NULL;
+static int fwd_floats(int D, int H, int param) { /* pre, tmp */
+    (void)D, (void)param;
+    return 2 * H;
 }
 
-static int scratch_new(LmBody* b, size_t* bytes) {
-    size_t H = (size_t)b->H, S = (size_t)b->seg_cap;
-    ElmanScratch* s = calloc(1, sizeof *s);
-    b->mem = s;
-    if (!s) return -1;
-    size_t n = 2 * H * 4 + (b->adapt ? S * H * 4 + S * sizeof(float*) : 0);
-    s->pre = calloc(H, 4);
-    s->tmp = calloc(H, 4);
-    if (b->adapt) {
-        s->da = calloc(S * H, 4);
-        s->pd = calloc(S, sizeof(float*));
-    }
-    if (!s->pre || !s->tmp || (b->adapt && (!s->da || !s->pd))) {
-        scratch_free(b);
-        return -1;
-    }
-    *bytes += n + sizeof *s;
-    return 0;
+static int da_floats(int D, int H, int param) {
+    (void)D, (void)param;
+    return H;
 }
 
 /* h (H) <- tanh((Wx·x + Wh·h) + bh) */
 static void step(LmBody* b, const float* const* P, const float* x, float* h) {
-    ElmanScratch* s = b->mem;
     int H = b->H;
-    kern_matvec(s->pre, P[WX], x, H, b->D);
-    kern_matvec(s->tmp, P[WH], h, H, H);
-    kern_add3(s->pre, s->pre, s->tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
-    kern_tanh_vec(h, s->pre, H);
+    float *pre = b->fwd, *tmp = b->fwd + H;
+    kern_matvec(pre, P[WX], x, H, b->D);
+    kern_matvec(tmp, P[WH], h, H, H);
+    kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
+    kern_tanh_vec(h, pre, H);
 }
 
 static void bwd_begin(LmBody* b, float* const* G) { memset(G[BH], 0, (size_t)b->H * 4); }
@@ -87,9 +59,8 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
                       const float* s_prev, const float* x_prev, const float* dh, float* dx, float* dh_prev) {
     (void)s_prev;
     (void)x_prev;
-    ElmanScratch* sc = b->mem;
     int H = b->H, D = b->D;
-    float* da = sc->da + (size_t)i * H;
+    float* da = b->da + (size_t)i * H;
     for (int j = 0; j < H; j++) {
         float s2 = s_t[j] * s_t[j];
         float u = 1.0f - s2;
@@ -103,11 +74,10 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
 }
 
 static void bwd_finish(LmBody* b, float* const* G, int n, const float* const* s_prev, const float* const* x_prev) {
-    ElmanScratch* sc = b->mem;
     int H = b->H, D = b->D;
-    for (int i = 0; i < n; i++) sc->pd[i] = sc->da + (size_t)i * H;
-    kern_outer_acc_seq(G[WX], sc->pd, x_prev, n, H, D, 1);
-    kern_outer_acc_seq(G[WH], sc->pd, s_prev, n, H, H, 1);
+    for (int i = 0; i < n; i++) b->pd[i] = b->da + (size_t)i * H;
+    kern_outer_acc_seq(G[WX], b->pd, x_prev, n, H, D, 1);
+    kern_outer_acc_seq(G[WH], b->pd, s_prev, n, H, H, 1);
 }
 
 const LmBodyOps lm_body_elman = {
@@ -118,8 +88,8 @@ const LmBodyOps lm_body_elman = {
     .param_max = 0,
     .shapes = shapes,
     .state_floats = state_floats,
-    .scratch_new = scratch_new,
-    .scratch_free = scratch_free,
+    .fwd_floats = fwd_floats,
+    .da_floats = da_floats,
     .step = step,
     .bwd_begin = bwd_begin,
     .bwd_token = bwd_token,

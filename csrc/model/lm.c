@@ -81,8 +81,7 @@ struct LmWeights {
 struct Lm {
     const LmWeights* w;
     int V, D, H, C, SF, adapt, seg_cap, maxcs, capO;
-    const LmBodyOps* ops; /* = w->body, kept here: lm_free must not read w (it may be freed first) */
-    LmBody body;          /* the body's scratch */
+    LmBody body; /* the body's scratch (lm_free must not read w: it may be freed first) */
 
     float* S;    /* (SF) the body's state; h = S[0..H) */
     float *zc, *zw, *zk, *zg;
@@ -327,8 +326,7 @@ static void invalidate(Lm* m) {
 
 void lm_free(Lm* m) {
     if (!m) return;
-    if (m->ops) m->ops->scratch_free(&m->body);
-    void* ps[] = {m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
                   m->p,    m->t0,   m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
                   m->slB,  m->lsE,  m->lsO,  m->lsB,  m->lsC,   m->dS,    m->dSn,    m->dx,     m->bzc,
@@ -351,12 +349,11 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
     m->w = w;
-    if (w->body->scratch_new(&m->body, &m->bytes) != 0) goto fail;
-    m->ops = w->body; /* from here lm_free releases the body's scratch */
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
     int ok = 1;
 #define ALLOC(field, nb) ok &= (m->field = walloc(&m->bytes, (nb), 1)) != NULL
+    ALLOC(body.fwd, (size_t)w->body->fwd_floats(w->D, w->H, w->param) * 4);
     ALLOC(S, SF * 4);
     ALLOC(zc, C * 4);
     ALLOC(zw, maxcs * 4);
@@ -403,6 +400,9 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
         ALLOC(bzg, S * 8 * 4);
         ALLOC(bx, S * D * 4);
         ALLOC(pd, S * sizeof(float*));
+        ALLOC(body.da, S * (size_t)w->body->da_floats(w->D, w->H, w->param) * 4);
+        ALLOC(body.pd, S * sizeof(float*));
+        ALLOC(body.pu, S * sizeof(float*));
         ALLOC(px, S * sizeof(float*));
         ALLOC(stC, C * 4);
         ALLOC(lastE, V * 4);

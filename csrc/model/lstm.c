@@ -17,20 +17,11 @@
 #include "../common/fpenv.h"
 #include "body.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/kern.h"
 
 enum { WX, WH, B };
-
-typedef struct {
-    float *a, *tmp;   /* (4H) (4H) pre-activations */
-    float* gate;      /* (4H) i, f, g, o */
-    float* tc;        /* (H) tanh(c') */
-    float* da;        /* (seg_cap × 4H) da of each transition, row i = token T-1-i (adaptive) */
-    const float** pd; /* (seg_cap) */
-} LstmScratch;
 
 static const char* const NAMES[] = {"Wx", "Wh", "b"};
 
@@ -47,83 +38,65 @@ static int state_floats(int D, int H, int param) {
     return 2 * H;
 }
 
-static void scratch_free(LmBody* b) {
-    LstmScratch* s = b->mem;
-    if (!s) return;
-    free(s->a);
-    free(s->tmp);
-    free(s->gate);
-    free(s->tc);
-    free(s->da);
-    free((void*)s->pd);
-    free(s);
-    b->mem = NULL;
+/* forward scratch: a (4H), tmp (4H), gate (4H: i, f, g, o), tc (H: tanh(c')) */
+static int fwd_floats(int D, int H, int param) {
+    (void)D, (void)param;
+    return 13 * H;
 }
 
-static int scratch_new(LmBody* b, size_t* bytes) {
-    size_t H = (size_t)b->H, S = (size_t)b->seg_cap;
-    LstmScratch* s = calloc(1, sizeof *s);
-    b->mem = s;
-    if (!s) return -1;
-    s->a = calloc(4 * H, 4);
-    s->tmp = calloc(4 * H, 4);
-    s->gate = calloc(4 * H, 4);
-    s->tc = calloc(H, 4);
-    if (b->adapt) {
-        s->da = calloc(S * 4 * H, 4);
-        s->pd = calloc(S, sizeof(float*));
-    }
-    if (!s->a || !s->tmp || !s->gate || !s->tc || (b->adapt && (!s->da || !s->pd))) {
-        scratch_free(b);
-        return -1;
-    }
-    *bytes += sizeof *s + 13 * H * 4 + (b->adapt ? S * 4 * H * 4 + S * sizeof(float*) : 0);
-    return 0;
+static int da_floats(int D, int H, int param) {
+    (void)D, (void)param;
+    return 4 * H;
 }
 
-/* The gates of a step from (h, x): s->gate = [σ(a_i), σ(a_f), tanh(a_g), σ(a_o)] */
+#define A(b) ((b)->fwd)
+#define TMP(b) ((b)->fwd + 4 * (b)->H)
+#define GATE(b) ((b)->fwd + 8 * (b)->H)
+#define TC(b) ((b)->fwd + 12 * (b)->H)
+
+/* The gates of a step from (h, x): GATE = [σ(a_i), σ(a_f), tanh(a_g), σ(a_o)] */
 static void gates(LmBody* b, const float* const* P, const float* x, const float* h) {
-    LstmScratch* s = b->mem;
     int H = b->H, H4 = 4 * b->H;
-    kern_matvec(s->a, P[WX], x, H4, b->D);
-    kern_matvec(s->tmp, P[WH], h, H4, H);
-    kern_add3(s->a, s->a, s->tmp, P[B], H4); /* (Wx·x + Wh·h) + b */
-    for (int j = 0; j < H4; j++) s->tmp[j] = 0.5f * s->a[j];
-    kern_tanh_vec(s->gate, s->tmp, H4);      /* tanh(0.5·a): the sigmoids' */
-    for (int j = 0; j < H4; j++) s->gate[j] = 0.5f * s->gate[j] + 0.5f;
-    kern_tanh_vec(s->gate + 2 * H, s->a + 2 * H, H); /* g = tanh(a_g) over its σ */
+    float *a = A(b), *tmp = TMP(b), *gate = GATE(b);
+    kern_matvec(a, P[WX], x, H4, b->D);
+    kern_matvec(tmp, P[WH], h, H4, H);
+    kern_add3(a, a, tmp, P[B], H4); /* (Wx·x + Wh·h) + b */
+    for (int j = 0; j < H4; j++) tmp[j] = 0.5f * a[j];
+    kern_tanh_vec(gate, tmp, 2 * H);                   /* tanh(0.5·a) of i and f */
+    kern_tanh_vec(gate + 3 * H, tmp + 3 * H, H);       /* and of o */
+    for (int j = 0; j < H4; j++) gate[j] = 0.5f * gate[j] + 0.5f;
+    kern_tanh_vec(gate + 2 * H, a + 2 * H, H);         /* g = tanh(a_g), over what the loop wrote there */
 }
 
 /* S = [h, c] <- [o·tanh(c'), c' = (f·c) + (i·g)] */
 static void step(LmBody* b, const float* const* P, const float* x, float* S) {
-    LstmScratch* s = b->mem;
     int H = b->H;
-    float *h = S, *c = S + H;
+    float *h = S, *c = S + H, *tc = TC(b);
     gates(b, P, x, h);
-    const float *gi = s->gate, *gf = s->gate + H, *gg = s->gate + 2 * H, *go = s->gate + 3 * H;
+    const float *gi = GATE(b), *gf = gi + H, *gg = gi + 2 * H, *go = gi + 3 * H;
     for (int j = 0; j < H; j++) {
         float fc = gf[j] * c[j];
         float ig = gi[j] * gg[j];
         c[j] = fc + ig;
     }
-    kern_tanh_vec(s->tc, c, H);
-    for (int j = 0; j < H; j++) h[j] = go[j] * s->tc[j];
+    kern_tanh_vec(tc, c, H);
+    for (int j = 0; j < H; j++) h[j] = go[j] * tc[j];
 }
 
 static void bwd_begin(LmBody* b, float* const* G) { memset(G[B], 0, 4 * (size_t)b->H * 4); }
 
 static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, const float* S_t,
                       const float* S_prev, const float* x_prev, const float* dS, float* dx, float* dS_prev) {
-    LstmScratch* s = b->mem;
     int H = b->H, D = b->D, H4 = 4 * b->H;
     const float *c_t = S_t + H, *c_prev = S_prev + H, *dh = dS, *dc = dS + H;
+    float* tc = TC(b);
     gates(b, P, x_prev, S_prev);
-    kern_tanh_vec(s->tc, c_t, H);
-    const float *gi = s->gate, *gf = s->gate + H, *gg = s->gate + 2 * H, *go = s->gate + 3 * H;
-    float* da = s->da + (size_t)i * H4;
+    kern_tanh_vec(tc, c_t, H);
+    const float *gi = GATE(b), *gf = gi + H, *gg = gi + 2 * H, *go = gi + 3 * H;
+    float* da = b->da + (size_t)i * H4;
     float* dc_prev = dS_prev + H;
     for (int j = 0; j < H; j++) {
-        float tau = s->tc[j];
+        float tau = tc[j];
         float d_o = dh[j] * tau;
         float u = 1.0f - tau * tau;
         float dct = dc[j] + (dh[j] * go[j]) * u;
@@ -142,11 +115,10 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
 }
 
 static void bwd_finish(LmBody* b, float* const* G, int n, const float* const* S_prev, const float* const* x_prev) {
-    LstmScratch* s = b->mem;
     int H4 = 4 * b->H;
-    for (int i = 0; i < n; i++) s->pd[i] = s->da + (size_t)i * H4;
-    kern_outer_acc_seq(G[WX], s->pd, x_prev, n, H4, b->D, 1);
-    kern_outer_acc_seq(G[WH], s->pd, S_prev, n, H4, b->H, 1); /* h_{t-1} = S_prev[0..H) */
+    for (int i = 0; i < n; i++) b->pd[i] = b->da + (size_t)i * H4;
+    kern_outer_acc_seq(G[WX], b->pd, x_prev, n, H4, b->D, 1);
+    kern_outer_acc_seq(G[WH], b->pd, S_prev, n, H4, b->H, 1); /* h_{t-1} = S_prev[0..H) */
 }
 
 const LmBodyOps lm_body_lstm = {
@@ -157,8 +129,8 @@ const LmBodyOps lm_body_lstm = {
     .param_max = 0,
     .shapes = shapes,
     .state_floats = state_floats,
-    .scratch_new = scratch_new,
-    .scratch_free = scratch_free,
+    .fwd_floats = fwd_floats,
+    .da_floats = da_floats,
     .step = step,
     .bwd_begin = bwd_begin,
     .bwd_token = bwd_token,

@@ -16,18 +16,11 @@
 #include "../common/fpenv.h"
 #include "body.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/kern.h"
 
 enum { WX, WH, BH };
-
-typedef struct {
-    float *pre, *tmp;  /* (H) (H) */
-    float* da;         /* (seg_cap × H) da of each transition, row i = token T-1-i (adaptive) */
-    const float **pd, **pu; /* (seg_cap) */
-} NplmScratch;
 
 static const char* const NAMES[] = {"Wx", "Wh", "bh"};
 
@@ -39,47 +32,24 @@ static void shapes(int D, int H, int K, size_t sz[]) {
 
 static int state_floats(int D, int H, int K) { return H + (K - 1) * D; }
 
-static void scratch_free(LmBody* b) {
-    NplmScratch* s = b->mem;
-    if (!s) return;
-    free(s->pre);
-    free(s->tmp);
-    free(s->da);
-    free((void*)s->pd);
-    free((void*)s->pu);
-    free(s);
-    b->mem = NULL;
+static int fwd_floats(int D, int H, int K) { /* pre, tmp */
+    (void)D, (void)K;
+    return 2 * H;
 }
 
-static int scratch_new(LmBody* b, size_t* bytes) {
-    size_t H = (size_t)b->H, S = (size_t)b->seg_cap;
-    NplmScratch* s = calloc(1, sizeof *s);
-    b->mem = s;
-    if (!s) return -1;
-    s->pre = calloc(H, 4);
-    s->tmp = calloc(H, 4);
-    if (b->adapt) {
-        s->da = calloc(S * H, 4);
-        s->pd = calloc(S, sizeof(float*));
-        s->pu = calloc(S, sizeof(float*));
-    }
-    if (!s->pre || !s->tmp || (b->adapt && (!s->da || !s->pd || !s->pu))) {
-        scratch_free(b);
-        return -1;
-    }
-    *bytes += sizeof *s + 2 * H * 4 + (b->adapt ? S * H * 4 + 2 * S * sizeof(float*) : 0);
-    return 0;
+static int da_floats(int D, int H, int K) {
+    (void)D, (void)K;
+    return H;
 }
 
 /* S = [h, u] <- [tanh((Wx·x + Wh·u) + bh), [x, u without its last slot]] */
 static void step(LmBody* b, const float* const* P, const float* x, float* S) {
-    NplmScratch* s = b->mem;
     int H = b->H, D = b->D, nu = (b->param - 1) * b->D;
-    float *h = S, *u = S + H;
-    kern_matvec(s->pre, P[WX], x, H, D);
-    kern_matvec(s->tmp, P[WH], u, H, nu);
-    kern_add3(s->pre, s->pre, s->tmp, P[BH], H); /* (Wx·x + Wh·u) + bh */
-    kern_tanh_vec(h, s->pre, H);
+    float *h = S, *u = S + H, *pre = b->fwd, *tmp = b->fwd + H;
+    kern_matvec(pre, P[WX], x, H, D);
+    kern_matvec(tmp, P[WH], u, H, nu);
+    kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·u) + bh */
+    kern_tanh_vec(h, pre, H);
     memmove(u + D, u, (size_t)(nu - D) * 4);
     memcpy(u, x, (size_t)D * 4);
 }
@@ -90,10 +60,9 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
                       const float* S_prev, const float* x_prev, const float* dS, float* dx, float* dS_prev) {
     (void)S_prev;
     (void)x_prev;
-    NplmScratch* sc = b->mem;
     int H = b->H, D = b->D, nu = (b->param - 1) * b->D;
     const float *h = S_t, *dh = dS, *du = dS + H;
-    float* da = sc->da + (size_t)i * H;
+    float* da = b->da + (size_t)i * H;
     for (int j = 0; j < H; j++) {
         float s2 = h[j] * h[j];
         float u = 1.0f - s2;
@@ -111,11 +80,10 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
 }
 
 static void bwd_finish(LmBody* b, float* const* G, int n, const float* const* S_prev, const float* const* x_prev) {
-    NplmScratch* sc = b->mem;
     int H = b->H, nu = (b->param - 1) * b->D;
-    for (int i = 0; i < n; i++) sc->pd[i] = sc->da + (size_t)i * H, sc->pu[i] = S_prev[i] + H;
-    kern_outer_acc_seq(G[WX], sc->pd, x_prev, n, H, b->D, 1);
-    kern_outer_acc_seq(G[WH], sc->pd, sc->pu, n, H, nu, 1);
+    for (int i = 0; i < n; i++) b->pd[i] = b->da + (size_t)i * H, b->pu[i] = S_prev[i] + H;
+    kern_outer_acc_seq(G[WX], b->pd, x_prev, n, H, b->D, 1);
+    kern_outer_acc_seq(G[WH], b->pd, b->pu, n, H, nu, 1);
 }
 
 const LmBodyOps lm_body_nplm = {
@@ -126,8 +94,8 @@ const LmBodyOps lm_body_nplm = {
     .param_max = 16,
     .shapes = shapes,
     .state_floats = state_floats,
-    .scratch_new = scratch_new,
-    .scratch_free = scratch_free,
+    .fwd_floats = fwd_floats,
+    .da_floats = da_floats,
     .step = step,
     .bwd_begin = bwd_begin,
     .bwd_token = bwd_token,
