@@ -35,6 +35,7 @@ size_t nlm_param_count(const NlmConfig* cfg);
 NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
                         const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
                         const uint8_t* speller_prime, size_t speller_prime_len, int* err);
+int nlm_model_set_kn(NlmModel* m, const uint8_t* blob, size_t blob_len);
 void nlm_model_free(NlmModel* m);
 size_t nlm_model_memory(const NlmModel* m);
 NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err);

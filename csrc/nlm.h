@@ -113,6 +113,11 @@ typedef struct NlmModel NlmModel;
 NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
                         const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
                         const uint8_t* speller_prime, size_t speller_prime_len, int* err);
+/* Attach the model file's Kneser-Ney section (MODEL_FORMAT.md field 13a, codec/FORMAT.md §2.5; copied and
+ * validated here) to a model no codec has been created on yet: every codec made on it afterwards codes with
+ * the mixture of the network and the expert.  NLM_OK, NLM_ERR_CONFIG (a malformed section), NLM_ERR_NOMEM,
+ * or NLM_ERR_STATE (the model already has one). */
+int nlm_model_set_kn(NlmModel* m, const uint8_t* blob, size_t blob_len);
 /* Free a model; every codec created from it must be freed first. */
 void nlm_model_free(NlmModel* m);
 /* Bytes the model allocated itself (the caller's parameter block excluded unless it had to be copied). */

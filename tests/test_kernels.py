@@ -164,6 +164,54 @@ def test_math_bit_identical_and_accurate(exes, tmp_path):
     assert np.signbit(out[2][1]) and not np.signbit(out[2][0])   # tanh(-0) = -0, tanh(+0) = +0
 
 
+def kern_log_reference(x):
+    """kern_log as kern.h and FORMAT.md §2.5 define it, one float32 operation at a time (numpy)."""
+    f = np.float32
+    x = np.asarray(x, np.float32)
+    out = np.full(x.shape, f(-104.0), np.float32)
+    ok = x >= f(1.17549435e-38)
+    xs = np.minimum(x[ok], f(3.40282347e+38))
+    b = xs.view(np.uint32)
+    e = (b >> 23).astype(np.int32) - 127
+    m = ((b & np.uint32(0x007FFFFF)) | np.uint32(0x3F800000)).view(np.float32)
+    big = m > f(1.41421354)
+    m = np.where(big, m * f(0.5), m).astype(np.float32)
+    e = np.where(big, e + 1, e)
+    s = ((m - f(1)) / (m + f(1))).astype(np.float32)
+    s2 = s * s
+    p = np.full(s.shape, f(0.222222222), np.float32)
+    for c in (0.285714287, 0.400000006, 0.666666687, 2.0):
+        p = p * s2
+        p = p + f(c)
+    p = p * s
+    fe = e.astype(np.float32)
+    out[ok] = (p + fe * f(-2.12194440e-4)) + fe * f(0.693359375)
+    return out
+
+
+def test_log_bit_identical_accurate_and_as_specified(exes, tmp_path):
+    """kern_log (the Kneser-Ney mixture's log, FORMAT.md §2.5): the same bits in every build, the bits of
+    the specification's step-by-step float32 formula, within 3e-7 of ln x; NaN, zero, negatives and
+    subnormals give -104, +inf is read as the largest float."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.exp(rng.uniform(-87, 88, 60_000)).astype(np.float32),
+                        rng.uniform(0.5, 2.0, 20_000).astype(np.float32),
+                        np.array([1.0, 2.0, 0.5, 1.41421354, 1.41421366, 1e-38, 1.17549435e-38, 3.4e38, 3.40282347e38,
+                                  np.inf, 0.0, -0.0, -1.0, np.nan, 1e-45], np.float32)])
+    payload = np.array([len(x)], np.int32).tobytes() + x.tobytes()
+    ref = all_paths_equal(exes, "log", payload, tmp_path)
+    out = np.frombuffer(ref, np.float32)
+    assert out.tobytes() == kern_log_reference(x).tobytes()
+    fin = np.isfinite(x) & (x >= np.float32(1.17549435e-38))
+    exact = np.log(x[fin].astype(np.float64))
+    err = np.abs(out[fin] - exact) / np.maximum(1.0, np.abs(exact))
+    assert err.max() < 3e-7, f"max error {err.max():.3g} at x={x[fin][err.argmax()]}"
+    assert out[np.flatnonzero(x == 1.0)[0]] == 0.0
+    assert np.all(out[(x <= 0) | np.isnan(x) | (x < np.float32(1.17549435e-38))] == np.float32(-104.0))
+    fmax = np.float32(np.finfo(np.float32).max)
+    assert out[np.flatnonzero(np.isinf(x))[0]] == out[np.flatnonzero(x == fmax)[0]]
+
+
 def glue_inputs(kind, n, seed):
     rng = np.random.default_rng(seed)
     z = (rng.standard_normal(n) * 4).astype(np.float32)   # logits

@@ -56,3 +56,25 @@ def test_a_changed_payload_byte_is_a_mismatch(exported, tmp_path):
         (tmp_path / f.name).symlink_to(f)
     r = subprocess.run([str(exe), str(bad)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 1 and r.stdout.splitlines()[1].startswith("MISMATCH"), r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def exported_kn(tmp_path_factory):
+    d = tmp_path_factory.mktemp("veckn")
+    subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(d / "vec"),
+                    "--models", "tiny-kn"], check=True, capture_output=True)
+    exes = cbuild.build_all("vector_driver.c", cbuild.CORE, d, ("ref", "simd"), strict=False)
+    return exes, d / "vec"
+
+
+@pytest.mark.parametrize("flavour", ["ref", "simd"], ids=["scalar-O0", "simd-O2"])
+def test_kneser_ney_vectors_replay_on_scalar_and_simd_builds(exported_kn, flavour):
+    """The Kneser-Ney mixture (FORMAT.md §2.5: kern_log, the expert's sums, the mixing) written by the
+    optimised Python extension decodes and re-encodes byte for byte with the -O0 scalar build and the SIMD
+    build of the C driver, static and dynamic."""
+    exes, vec = exported_kn
+    r = subprocess.run([str(exes[flavour]), str(vec / "blocks.bin")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"^(\d+) block sets \(vectors\), (\d+) word-model blocks", r.stdout, re.M)
+    assert m and int(m.group(1)) >= 8 and int(m.group(2)) >= 8, r.stdout
+    assert "MISMATCH" not in r.stdout

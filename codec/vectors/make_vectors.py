@@ -16,7 +16,7 @@ the NLMError they raise since the fix; this script does not make them and never 
 An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
 would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
 of output bytes needs a new FORMAT_VERSION and new vectors, not edited ones.  Vectors for a bundled model
-(tiny, tiny-lstm, tiny-nplm, and the default: default-N, the newest) are written the first time the model file exists.
+(tiny, tiny-lstm, tiny-nplm, tiny-kn, and the default: default-N, the newest) are written the first time the model file exists.
 """
 from __future__ import annotations
 
@@ -175,8 +175,8 @@ def ok_vectors():
         out.append((f"{V}log_270k-nomodel-static", log, f,
                     {"model": None, "adapt": False, "check": 1, "reencode": True}))
     bundled = nlmcodec._bundled_files()
-    # tiny-lstm, tiny-nplm: the other model types (FORMAT.md §2.4)
-    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", nlmcodec._default_model_name()):
+    # tiny-lstm, tiny-nplm: the other model types (FORMAT.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5)
+    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", nlmcodec._default_model_name()):
         if model_name not in bundled:
             continue
         m = nlmcodec.load_model(model_name)

@@ -335,6 +335,11 @@ void nlm_model_free(NlmModel* m) {
     free(m);
 }
 
+int nlm_model_set_kn(NlmModel* m, const uint8_t* blob, size_t blob_len) {
+    if (!m) return NLM_ERR_STATE;
+    return lm_weights_set_kn(m->weights, blob, blob_len);
+}
+
 size_t nlm_model_memory(const NlmModel* m) {
     return m ? sizeof *m + lm_weights_memory(m->weights) + (size_t)(m->cfg.C + 1) * 4 +
                    (size_t)m->cfg.V * (sizeof(uint8_t*) + 1) + ((size_t)m->vocab.mask + 1) * 4 + m->vocab_len

@@ -84,6 +84,15 @@ float kern_exp(float x);
  * result = t with the sign bit of x (so tanh(-0) = -0). */
 float kern_tanh(float x);
 
+/* ln(x), part of the format (the Kneser-Ney expert, FORMAT.md §2.5):  x not >= 2^-126 (NaN, <= 0,
+ * subnormal) gives -104.0f; +inf is read as FLT_MAX.  Else x = m·2^e with m in [1, 2) taken from the bits;
+ * if m > 1.41421354f then m = m*0.5f, e = e+1;  s = (m - 1.0f)/(m + 1.0f);  s2 = s*s;
+ *   p = 0.222222222f; p = p*s2 + 0.285714287f; p = p*s2 + 0.400000006f; p = p*s2 + 0.666666687f;
+ *   p = p*s2 + 2.0f; p = p*s                                       (Horner; 2·atanh(s) = ln m)
+ *   result = (p + e*(-2.12194440e-4f)) + e*0.693359375f        (e as float; Cody-Waite ln 2)
+ * Max error about 2e-7 relative; every step one IEEE operation in this order. */
+float kern_log(float x);
+
 /* Vector forms: y[i] = kern_exp(x[i]) / kern_tanh(x[i]) for i < n, any n.  y may equal x. */
 void kern_exp_vec(float* y, const float* x, int n);
 void kern_tanh_vec(float* y, const float* x, int n);

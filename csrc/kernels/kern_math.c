@@ -1,6 +1,6 @@
 /* kern_math.c: the exp and tanh polynomials of the format (expressions fixed in kern.h).
  *
- * Owns kern_exp / kern_tanh and their vector forms.  Only + − × ÷, min/max on NaN-free data, an exact
+ * Owns kern_exp / kern_tanh and their vector forms, and kern_log (scalar).  Only + − × ÷, min/max on NaN-free data, an exact
  * float→int conversion of an integral value and exponent-bit construction: no libm, no estimate
  * instructions, no FMA.  The SSE2, AVX2 and AVX-512 vector forms evaluate the same expression lane by lane
  * and give the scalar bits.  Constants: Cephes expf (S. Moshier), Cody–Waite split of ln 2.  Also owns the
@@ -31,6 +31,8 @@
 #define P3 4.1665795894e-2f
 #define P4 1.6666665459e-1f
 #define P5 5.0000001201e-1f
+#define LOG_MIN 1.17549435e-38f /* FLT_MIN: below it (and NaN) kern_log gives LOG_FLOOR */
+#define LOG_FLOOR -104.0f
 #define TANH_CLAMP 9.0f
 
 float kern_exp(float x) {
@@ -63,6 +65,38 @@ float kern_exp(float x) {
     float s;
     memcpy(&s, &bits, 4);
     return y * s;
+}
+
+/* kern_log: see kern.h (the formula there is the definition). */
+float kern_log(float x) {
+    if (!(x >= LOG_MIN)) return LOG_FLOOR; /* NaN, negatives, zero and subnormals */
+    if (x > 3.40282347e+38f) x = 3.40282347e+38f;  /* +inf */
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    int32_t e = (int32_t)(b >> 23) - 127;
+    uint32_t mb = (b & 0x007FFFFFu) | 0x3F800000u; /* mantissa in [1, 2) */
+    float m;
+    memcpy(&m, &mb, 4);
+    if (m > 1.41421354f) { /* [sqrt 2, 2) -> [sqrt 1/2, 1) */
+        m = m * 0.5f;
+        e = e + 1;
+    }
+    float s = (m - 1.0f) / (m + 1.0f);
+    float s2 = s * s;
+    float p = 0.222222222f;
+    p = p * s2;
+    p = p + 0.285714287f;
+    p = p * s2;
+    p = p + 0.400000006f;
+    p = p * s2;
+    p = p + 0.666666687f;
+    p = p * s2;
+    p = p + 2.0f;
+    p = p * s;
+    float fe = (float)e;
+    float hi = fe * C1;
+    float lo = fe * C2;
+    return (p + lo) + hi;
 }
 
 float kern_tanh(float x) {

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "../kernels/kern.h"
+#include "kn.h"
 
 #define QCAP 4096
 /* Gradient clipping: each parameter moves by at most lr * LM_CLIP per update (the normalised gradient is
@@ -75,6 +76,7 @@ struct LmWeights {
     float* dense;        /* (ndense) θ0 of the dense tensors as float32 */
     int32_t* cs;         /* (C+1) class_start */
     int32_t* cls;        /* (V) class of each id */
+    Kn* kn;              /* the Kneser-Ney expert (§2.5), or NULL */
     size_t bytes;
 };
 
@@ -88,6 +90,11 @@ struct Lm {
     int zc_ok, zw_c, zk_w, zg_w; /* logit caches: valid flag / argument, -1 = invalid */
     float* xbuf;                 /* (D) */
     float *erow, *brow, *borow;  /* θ0 rows converted for reading: (D) (8) (maxcs) */
+    /* ---- the Kneser-Ney mixture (§2.5; only with w->kn) ---- */
+    int ku, kv;                  /* the two previous tokens (1 = <end> after a reset) */
+    float *qc, *qw, *pk;         /* (C) network class probabilities, (maxcs) scratch, (max(C, maxcs)) expert */
+    float *mzc, *mzw;            /* (C) (maxcs) mixed logits */
+    int mzc_ok, mzw_c, qc_ok;
 
     /* ---- adapted weights (adaptive) ---- */
     float* p;  /* (np) the block in float32: dense tensors always valid, a big-table row only once materialised */
@@ -128,6 +135,7 @@ struct Lm {
     uint32_t *s_lastE, *s_lastC, *s_lastB;
     int32_t* s_segi;
     uint32_t s_seg_no;
+    int s_ku, s_kv;
     int s_T;
 
     size_t bytes;
@@ -210,7 +218,16 @@ void lm_weights_free(LmWeights* w) {
     free(w->dense);
     free(w->cs);
     free(w->cls);
+    kn_free(w->kn);
     free(w);
+}
+
+int lm_weights_set_kn(LmWeights* w, const uint8_t* blob, size_t n) {
+    if (!w || w->kn) return NLM_ERR_STATE;
+    int e = NLM_OK;
+    if (!(w->kn = kn_new(blob, n, w->V, w->C, w->cs, w->cls, &e))) return e;
+    w->bytes += kn_memory(w->kn);
+    return NLM_OK;
 }
 
 size_t lm_weights_memory(const LmWeights* w) { return w->bytes + sizeof *w; }
@@ -322,11 +339,15 @@ static void invalidate(Lm* m) {
     m->zw_c = -1;
     m->zk_w = -1;
     m->zg_w = -1;
+    m->mzc_ok = 0;
+    m->mzw_c = -1;
+    m->qc_ok = 0;
 }
 
 void lm_free(Lm* m) {
     if (!m) return;
     void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+                  m->qc, m->qw, m->pk, m->mzc, m->mzw,
                   m->p,    m->t0,   m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
                   m->slB,  m->lsE,  m->lsO,  m->lsB,  m->lsC,   m->dS,    m->dSn,    m->dx,     m->bzc,
@@ -363,6 +384,13 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     ALLOC(erow, D * 4);
     ALLOC(brow, 8 * 4);
     ALLOC(borow, maxcs * 4);
+    if (w->kn) {
+        ALLOC(qc, C * 4);
+        ALLOC(qw, maxcs * 4);
+        ALLOC(pk, (C > maxcs ? C : maxcs) * 4);
+        ALLOC(mzc, C * 4);
+        ALLOC(mzw, maxcs * 4);
+    }
     if (m->adapt) {
         size_t capO = S * maxcs;
         if (capO > V) capO = V;
@@ -506,6 +534,7 @@ void lm_reset(Lm* m) {
     }
     m->seg_no = 0;
     m->T = 0;
+    m->ku = m->kv = 1;
     memset(m->S, 0, (size_t)m->SF * 4);
     invalidate(m);
 }
@@ -580,6 +609,7 @@ int lm_save(Lm* m) {
     }
     m->s_seg_no = m->seg_no;
     m->s_T = m->T;
+    m->s_ku = m->ku, m->s_kv = m->kv;
     m->has_snap = 1;
     return NLM_OK;
 }
@@ -594,6 +624,7 @@ int lm_restore(Lm* m) {
     }
     m->seg_no = m->s_seg_no;
     m->T = m->s_T;
+    m->ku = m->s_ku, m->kv = m->s_kv;
     invalidate(m);
     return NLM_OK;
 }
@@ -658,22 +689,75 @@ static void gap_logits(Lm* m, int w) {
     m->zg_w = w;
 }
 
+/* ---- the Kneser-Ney mixture (FORMAT.md §2.5) ----
+ * softmax for the mixture: mx = max z (sequential), e_i = kern_exp(z_i - mx), s = Σ e_i ascending,
+ * q_i = e_i / s.  With λ the network's weight and p the expert's (kn.c):
+ *   class c:        zc'[c] = kern_log(λ·q_c + (1 - λ)·P(c))
+ *   word w of c:    t = λ·q_c;  zw'[w-a] = kern_log(t·q(w|c) + (1 - λ)·p3(w))
+ * With λ = 0 the network's class and word logits are not computed (the terms are 0·q = 0 exactly). */
+static void softmax_seq(float* q, const float* z, int n) {
+    float mx = z[0];
+    for (int i = 1; i < n; i++) mx = z[i] > mx ? z[i] : mx;
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s = s + (q[i] = kern_exp(z[i] - mx));
+    for (int i = 0; i < n; i++) q[i] = q[i] / s;
+}
+
+static void net_class_probs(Lm* m) {
+    if (m->qc_ok) return;
+    class_logits(m);
+    softmax_seq(m->qc, m->zc, m->C);
+    m->qc_ok = 1;
+}
+
+static void mixed_class_logits(Lm* m) {
+    if (m->mzc_ok) return;
+    float lam = kn_lambda(m->w->kn), om = 1.0f - lam;
+    kn_class_probs(m->w->kn, m->ku, m->kv, m->pk);
+    if (lam > 0.0f) {
+        net_class_probs(m);
+        for (int c = 0; c < m->C; c++) m->mzc[c] = kern_log(lam * m->qc[c] + om * m->pk[c]);
+    } else {
+        for (int c = 0; c < m->C; c++) m->mzc[c] = kern_log(om * m->pk[c]);
+    }
+    m->mzc_ok = 1;
+}
+
+static void mixed_word_logits(Lm* m, int c) {
+    if (m->mzw_c == c) return;
+    float lam = kn_lambda(m->w->kn), om = 1.0f - lam;
+    int a = m->w->cs[c], n = m->w->cs[c + 1] - a;
+    kn_word_probs(m->w->kn, m->ku, m->kv, a, a + n, m->pk);
+    if (lam > 0.0f) {
+        net_class_probs(m);
+        word_logits(m, c);
+        softmax_seq(m->qw, m->zw, n);
+        float t = lam * m->qc[c];
+        for (int i = 0; i < n; i++) m->mzw[i] = kern_log(t * m->qw[i] + om * m->pk[i]);
+    } else {
+        for (int i = 0; i < n; i++) m->mzw[i] = kern_log(om * m->pk[i]);
+    }
+    m->mzw_c = c;
+}
+
 const float* lm_class_logits(Lm* m) {
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
-    class_logits(m);
+    if (m->w->kn) mixed_class_logits(m);
+    else class_logits(m);
     nlm_fpenv_leave(&fe);
-    return m->zc;
+    return m->w->kn ? m->mzc : m->zc;
 }
 
 const float* lm_word_logits(Lm* m, int c, int* n) {
     if (c < 0 || c >= m->C) c = 0;
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
-    word_logits(m, c);
+    if (m->w->kn) mixed_word_logits(m, c);
+    else word_logits(m, c);
     nlm_fpenv_leave(&fe);
     if (n) *n = m->w->cs[c + 1] - m->w->cs[c];
-    return m->zw;
+    return m->w->kn ? m->mzw : m->zw;
 }
 
 const float* lm_case_logits(Lm* m, int w) {
@@ -743,6 +827,7 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded) {
     const float* P[LM_MAX_BODY_TENSORS];
     body_tensors(m, P);
     m->w->body->step(&m->body, P, m->xbuf, m->S);
+    m->ku = m->kv, m->kv = w;
     invalidate(m);
     nlm_fpenv_leave(&fe);
 }

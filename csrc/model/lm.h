@@ -64,6 +64,10 @@ void lm_tensor_offsets(const NlmConfig* cfg, const LmBodyOps* body, size_t off[L
 LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const void* params, int dtype,
                           const float* ms, const int32_t* class_start, int* err);
 void lm_weights_free(LmWeights* w);
+/* Attach the Kneser-Ney expert (kn.h; the model file's section 13a) before any Lm is made on w: from then
+ * on lm_class_logits / lm_word_logits return the mixture of §2.5.  0, NLM_ERR_CONFIG (a malformed section),
+ * NLM_ERR_NOMEM or NLM_ERR_STATE (w already has one). */
+int lm_weights_set_kn(LmWeights* w, const uint8_t* blob, size_t n);
 size_t lm_weights_memory(const LmWeights* w); /* bytes the model allocated (not the caller's block) */
 
 /* ---- one stream's state over shared weights ----
@@ -86,7 +90,9 @@ int lm_restore(Lm* m);
 int lm_class_of(const Lm* m, int w);
 int lm_class_start(const Lm* m, int c); /* first id of class c; c = C gives V */
 
-/* Logits from the current h (pointers into the state; see the validity rule above). */
+/* Logits from the current h (pointers into the state; see the validity rule above).  With a Kneser-Ney
+ * expert (lm_weights_set_kn) the class and word logits are the mixture's (FORMAT.md §2.5) after the two
+ * previous tokens; the backward still uses the network's own. */
 const float* lm_class_logits(Lm* m);               /* (C) Wc·h + bc */
 const float* lm_word_logits(Lm* m, int c, int* n); /* (n) Wo[a:b]·h + bo[a:b], n = b - a */
 const float* lm_case_logits(Lm* m, int w);         /* (4) Uc·h + Bcase[w] */

@@ -37,6 +37,8 @@ MAX_PRIME = 64 << 20
 MAX_META = 16 << 20
 _HDR = struct.Struct("<8sIiiiiifffI")   # magic, version, V, D, H, C, seg_len, lr, decay, eps, param dtype
 _ARCH = struct.Struct("<I")              # version 2: the model type's code, after the header
+KN_FLAG = 1 << 16                        # type field bit 16: a Kneser-Ney section follows the parameters
+MAX_KN = 1 << 31                         # bytes of a Kneser-Ney section
 
 
 def param_count(V, D, H, C, arch: str = "elman", context: int = 0) -> int:
@@ -50,6 +52,11 @@ def param_count(V, D, H, C, arch: str = "elman", context: int = 0) -> int:
 def arch_code(cfg: dict) -> int:
     """The model type field of a file (and NlmConfig.arch): the type's code, the NPLM's context << 8."""
     return ARCHS.index(cfg["arch"]) | (int(cfg.get("context", 0)) << 8 if cfg["arch"] == "nplm" else 0)
+
+
+def type_field(cfg: dict, has_kn: bool) -> int:
+    """The model file's type field (6a): arch_code, plus KN_FLAG when a Kneser-Ney section follows."""
+    return arch_code(cfg) | (KN_FLAG if has_kn else 0)
 
 
 def _check_config(cfg: dict) -> None:
@@ -110,12 +117,14 @@ def _parse(b) -> dict:
     if ver not in READ_MODEL_VERSIONS:
         raise ModelFormatError(f"unsupported model format version {ver} (this build reads "
                                f"{', '.join(map(str, READ_MODEL_VERSIONS))})")
-    arch, context = "elman", 0
+    arch, context, has_kn = "elman", 0, False
     if ver >= 2:
         code = _ARCH.unpack_from(b, take(_ARCH.size, "model type")[0])[0]
-        if (code & 0xFF) >= len(ARCHS) or code >> 16 or (code >> 8 and ARCHS[code & 0xFF] != "nplm"):
-            raise ModelFormatError(f"unknown model type code {code} (this build knows {', '.join(ARCHS)})")
-        arch, context = ARCHS[code & 0xFF], code >> 8
+        has_kn = bool(code & KN_FLAG)
+        if (code & 0xFF) >= len(ARCHS) or code >> 17 or ((code >> 8) & 0xFF and ARCHS[code & 0xFF] != "nplm"):
+            raise ModelFormatError(f"unknown model type code {code} (this build knows {', '.join(ARCHS)}, "
+                                   f"with or without a Kneser-Ney section)")
+        arch, context = ARCHS[code & 0xFF], (code >> 8) & 0xFF
     cfg = {"V": V, "D": D, "H": H, "C": C, "seg_len": L, "lr": float(lr), "decay": float(decay), "eps": float(eps),
            "arch": arch}
     if arch == "nplm":
@@ -143,6 +152,11 @@ def _parse(b) -> dict:
     spans["prime"] = take(plen, "speller priming list")
     isz = 2 if pdt == DTYPE_F16 else 4
     spans["params"] = take(param_count(V, D, H, C, arch, context) * isz, "parameter block")   # checked before any use
+    if has_kn:            # field 13a: its contents are validated by the C core (kn.c), which alone reads them
+        klen = u32("Kneser-Ney section length")
+        if klen > MAX_KN:
+            raise ModelFormatError("Kneser-Ney section too large")
+        spans["kn"] = take(klen, "Kneser-Ney section")
     mlen = u32("metadata length")
     if mlen > MAX_META:
         raise ModelFormatError("metadata too large")
@@ -162,7 +176,7 @@ class Model:
     """A trained model: config, vocabulary, class map, RMS gradients, speller priming list, weights."""
 
     def __init__(self, config: dict, params, ms, vocab, class_start, speller_prime: bytes = b"",
-                 metadata: dict | None = None, name: str = "", param_dtype: str = "float16"):
+                 metadata: dict | None = None, name: str = "", param_dtype: str = "float16", kn: bytes = b""):
         import numpy as np
 
         self.config = {"V": int(config["V"]), "D": int(config["D"]), "H": int(config["H"]),
@@ -183,6 +197,7 @@ class Model:
         self._vocab = [bytes(v) for v in vocab]
         self._class_start = np.ascontiguousarray(np.asarray(class_start, dtype=np.int32).reshape(-1))
         self._prime = bytes(speller_prime)
+        self._kn = bytes(kn)
         self.metadata = dict(metadata or {})
         if name and "name" not in self.metadata:
             self.metadata["name"] = name          # the name travels in the (hashed) metadata
@@ -264,6 +279,13 @@ class Model:
         return self._vocab
 
     @property
+    def kn(self) -> bytes:
+        """The Kneser-Ney section (FORMAT.md §2.5, MODEL_FORMAT.md 13a), b"" when the model has none."""
+        if self._kn is None:
+            self._kn = bytes(self._section("kn")) if "kn" in self._spans else b""
+        return self._kn
+
+    @property
     def speller_prime(self) -> bytes:
         if self._prime is None:
             self._prime = bytes(self._section("prime"))
@@ -276,12 +298,13 @@ class Model:
         import numpy as np
 
         cfg = self.config
-        elman = cfg["arch"] == "elman"        # version 1, byte for byte what it was before model types
+        # an Elman model without a Kneser-Ney section is version 1, byte for byte what it was before types
+        elman = cfg["arch"] == "elman" and not self._kn
         out = [_HDR.pack(MAGIC, 1 if elman else 2, cfg["V"], cfg["D"], cfg["H"], cfg["C"], cfg["seg_len"],
                          cfg["lr"], cfg["decay"], cfg["eps"],
                          DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32)]
         if not elman:
-            out.append(_ARCH.pack(arch_code(cfg)))
+            out.append(_ARCH.pack(type_field(cfg, bool(self._kn))))
         vb = self.vocab_blob()
         out += [struct.pack("<I", len(vb)), vb]
         out.append(self._class_start.astype("<i4").tobytes())
@@ -289,6 +312,8 @@ class Model:
         out += [struct.pack("<I", len(self._prime)), self._prime]
         pdt = "<f2" if self.param_dtype == "float16" else "<f4"
         out.append(np.asarray(self._params).astype(pdt).tobytes())
+        if self._kn:
+            out += [struct.pack("<I", len(self._kn)), self._kn]
         meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
         out += [struct.pack("<I", len(meta)), meta]
         b = b"".join(out)
@@ -328,6 +353,13 @@ class Model:
         nm = native.Model(conf, self._section("params"), DTYPE_F16 if self.param_dtype == "float16" else DTYPE_F32,
                           self._section("ms"), self._section("vocab"), self._section("class_start"),
                           self._section("prime"))
+        if nm.ok() and "kn" in self._spans:
+            e = nm.set_kn(self._section("kn"))
+            if e:
+                from ._errors import ERR_CONFIG, check
+                if e == ERR_CONFIG:
+                    raise ModelFormatError(f"invalid model: its Kneser-Ney section: {native.error_name(e)}", code=e)
+                check(e, "model")
         if not nm.ok():
             from ._errors import ERR_CONFIG, ERR_VOCAB, check
 
@@ -349,7 +381,7 @@ class Model:
         m.config, m.param_dtype, m.metadata = info["config"], info["param_dtype"], info["metadata"]
         m.name = str(m.metadata.get("name", ""))
         m._file, m._spans, m._map = b, info["spans"], mapping
-        m._params = m._ms = m._vocab = m._class_start = m._prime = None
+        m._params = m._ms = m._vocab = m._class_start = m._prime = m._kn = None
         m._id = m._native = None
         m._lock = threading.Lock()
         m.native()          # the C core checks the vocabulary and the classes: a bad file fails here
@@ -390,7 +422,7 @@ class Model:
         cfg = dict(self.config)
         cfg.update(kw)
         return Model(cfg, self.params, self.ms, self.vocab, self.class_start, self.speller_prime,
-                     self.metadata, self.name, self.param_dtype)
+                     self.metadata, self.name, self.param_dtype, self.kn)
 
     def __repr__(self):
         c = self.config

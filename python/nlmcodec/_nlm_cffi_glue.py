@@ -53,6 +53,12 @@ class Model:
     def ok(self):
         return self.m is not None
 
+    def set_kn(self, blob):
+        """Attach the Kneser-Ney section (before any Codec is made on this model); 0 or an error code."""
+        if self.m is None or not len(blob):
+            return -2
+        return lib.nlm_model_set_kn(self.m, ffi.from_buffer(blob), len(blob))
+
     def memory(self):
         return lib.nlm_model_memory(self.m)
 

@@ -25,6 +25,7 @@ cdef extern from "nlm.h" nogil:
     NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
                             const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
                             const uint8_t* speller_prime, size_t speller_prime_len, int* err)
+    int nlm_model_set_kn(NlmModel* m, const uint8_t* blob, size_t blob_len)
     void nlm_model_free(NlmModel* m)
     size_t nlm_model_memory(const NlmModel* m)
     NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err)
@@ -117,6 +118,12 @@ cdef class Model:
 
     def ok(self):
         return self.m != NULL
+
+    def set_kn(self, const uint8_t[::1] blob):
+        """Attach the Kneser-Ney section (before any Codec is made on this model); 0 or an error code."""
+        if self.m == NULL or blob.shape[0] == 0:
+            return -2
+        return nlm_model_set_kn(self.m, &blob[0], blob.shape[0])
 
     def memory(self):
         return nlm_model_memory(self.m)

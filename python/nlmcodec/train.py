@@ -647,7 +647,7 @@ def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
     meta = dict(best.metadata)
     meta["dynamic_tuning"] = {"dev_bytes": len(text), "grid": [list(r) for r in results]}
     best = Model(best.config, best.params, best.ms, best.vocab, best.class_start, best.speller_prime, meta,
-                 best.name, best.param_dtype)
+                 best.name, best.param_dtype, best.kn)
     best.save(output)
     log(f"dynamic evaluation: seg_len {best.config['seg_len']} lr {best.config['lr']:g} "
         f"decay {best.config['decay']:g} -> {output}")

@@ -9,6 +9,8 @@
  *              W + Σ_i dd[i]⊗xx[i] and 0 + Σ_i dd[i]⊗xx[i] (dd = d, W[0..rows), d; xx = x, y0, W[0..cols)) [2*rows*cols]
  *   OP = math: IN = int32 n; float32 x[n]
  *        OUT = exp_vec [n], kern_exp [n], tanh_vec [n], kern_tanh [n]
+ *   OP = log: IN = int32 n; float32 x[n]
+ *        OUT = kern_log [n]
  *   OP = glue: IN = int32 n; float32 z[n]  (n >= 4)
  *        OUT = kern_quant_max(z) (a zero written as +0) [1], S = kern_exp_u40(z, that max) [2 words] and its ebits [n],
  *              quant_freqs(z) [n + 1 words: F then f], kern_softmax_xent(z, target n/2) [n],
@@ -94,6 +96,12 @@ int main(int argc, char** argv) {
         kern_tanh_vec(y, x, n);
         fwrite(y, 4, n, o);
         for (int i = 0; i < n; i++) y[i] = kern_tanh(x[i]);
+        fwrite(y, 4, n, o);
+    } else if (!strcmp(argv[1], "log")) {
+        int32_t n;
+        if (fread(&n, 4, 1, f) != 1) die("short read");
+        float *x = rdf(f, n), *y = malloc((size_t)n * 4 + 4);
+        for (int i = 0; i < n; i++) y[i] = kern_log(x[i]);
         fwrite(y, 4, n, o);
     } else if (!strcmp(argv[1], "glue")) {
         int32_t n;

@@ -62,7 +62,7 @@ static uint8_t* read_file(const char* path, size_t* n) {
     return b;
 }
 
-/* ---- model file (codec/MODEL_FORMAT.md, version 1) -> codec ---- */
+/* ---- model file (codec/MODEL_FORMAT.md, versions 1 and 2) -> codec ---- */
 /* Read the .nlmm at path (all fields little-endian) and create a codec in mode adapt.  NULL on failure
  * (the reason on stderr).  Validation is the core's (nlm_model_new) plus bounds. */
 static NlmCodec* load_model(const char* path, int adapt) {
@@ -78,7 +78,9 @@ static NlmCodec* load_model(const char* path, int adapt) {
     cfg.C = (int32_t)rd_u32(&r), cfg.seg_len = (int32_t)rd_u32(&r);
     cfg.lr = rd_f32(&r), cfg.decay = rd_f32(&r), cfg.eps = rd_f32(&r);
     uint32_t dtype = rd_u32(&r);
-    cfg.arch = version == 2 ? (int32_t)rd_u32(&r) : NLM_ARCH_ELMAN; /* model format 2 names its type */
+    uint32_t type = version == 2 ? rd_u32(&r) : NLM_ARCH_ELMAN; /* model format 2 names its type */
+    cfg.arch = (int32_t)(type & 0xFFFFu);
+    int has_kn = (type >> 16) & 1;                              /* bit 16: a Kneser-Ney section (13a) */
     if (r.bad || memcmp(magic, "\x89NLMM\r\n\x1a", 8) || (version != 1 && version != 2) || dtype > 1 || cfg.C < 1 ||
         cfg.C > cfg.V) {
         fprintf(stderr, "%s: not a version 1 or 2 model file\n", path);
@@ -93,6 +95,8 @@ static NlmCodec* load_model(const char* path, int adapt) {
     const uint8_t* prime = rd_take(&r, plen);
     size_t np = nlm_param_count(&cfg);
     const uint8_t* params = rd_take(&r, np * (dtype == 1 ? 2 : 4)); /* read in place (binary16: any address) */
+    uint32_t klen = has_kn ? rd_u32(&r) : 0;
+    const uint8_t* kn = has_kn ? rd_take(&r, klen) : NULL;
     if (r.bad || !np) {
         fprintf(stderr, "%s: truncated model file\n", path);
         free(buf);
@@ -104,6 +108,11 @@ static NlmCodec* load_model(const char* path, int adapt) {
                                 prime, plen, &err);
     if (!m) {
         fprintf(stderr, "%s: nlm_model_new failed: %s (%d)\n", path, nlm_error_name(err), err);
+        free(buf);
+        return NULL;
+    }
+    if (has_kn && (err = nlm_model_set_kn(m, kn, klen)) != NLM_OK) {
+        fprintf(stderr, "%s: nlm_model_set_kn failed: %s (%d)\n", path, nlm_error_name(err), err);
         free(buf);
         return NULL;
     }
