@@ -14,11 +14,19 @@ tokens per CPU second (static and dynamic, over the English files) and the model
 use each model's dynamic-evaluation settings as its training run tuned them on dev.  The report goes to
 benchmarks/model_family.md (or --out).
 
-Not in the table yet: interpolated Kneser-Ney and the mixtures with it (issue 13 item 2 is not built).
+Kneser-Ney rows (``python -m nlmcodec.kn``, FORMAT.md §2.5): ``kn`` is the interpolated Kneser-Ney trigram
+model alone (the Kneser-Ney model type: λ = 0 over a bias-only network that codes case and gap), counted on
+exactly the tokens the networks were trained on (the trainer's batch streams for the same budget), with the
+same vocabulary and classes; ``<type>+kn`` is that trained network mixed with the same counts, λ (the
+network's weight) chosen on the first 100 kB of dev by exact code length.  The Kneser-Ney tables do not
+adapt: a ``kn`` row's dynamic column is its static code (its network has lr 0), a mixture's dynamic column
+adapts the network only.  "dev nats/token" is the trainer's float64 evaluation (networks only); "dev code
+nats/token" is the exact code of the dev sample per token, for every row.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +40,7 @@ sys.path.insert(0, str(REPO / "tools"))
 from _benchlib import load_bench, write_report  # noqa: E402
 
 TYPES = ("elman", "lstm", "nplm")
+KN_MIXES = ("elman", "lstm", "nplm")      # the networks also mixed with the Kneser-Ney counts
 
 
 def train_cmd(arch, a, ck: Path, corpus: str):
@@ -45,8 +54,21 @@ def train_cmd(arch, a, ck: Path, corpus: str):
             "--cache-dir", rel(ck.parent / "tokens"), "--quiet", "--resume"]
 
 
+def kn_cmd(a, out: Path, corpus: str, network: Path | None):
+    """The Kneser-Ney command of a row: alone (the model type) or mixed with a trained network."""
+    rel = lambda p: os.path.relpath(p, REPO)  # noqa: E731
+    cmd = ["python", "-m", "nlmcodec.kn", rel(os.path.join(corpus, "train")), "-o", rel(out),
+           "--tokens", str(a.tokens), "--batch", str(a.batch), "--bptt", str(a.bptt),
+           "--cache-dir", rel(out.parent.parent / "tokens")]
+    if network is None:
+        return cmd + ["--vocab", str(a.vocab), "--classes", str(a.classes), "--name", "family-kn"]
+    return cmd + ["--network", rel(network), "--dev", rel(os.path.join(corpus, "dev", "dev-00.jsonl.xz")),
+                  "--name", f"family-{network.parent.name}+kn"]
+
+
 def coded(model, texts, adapt):
-    """(bits per byte, tokens per CPU second) of texts, each coded as one group in the encoder's blocks."""
+    """(bits per byte, tokens per CPU second, coded bytes, tokens) of texts, each coded as one group in the
+    encoder's blocks."""
     from nlmcodec.train import word_model_coded
 
     nbytes = nin = ntok = 0
@@ -55,7 +77,7 @@ def coded(model, texts, adapt):
         n, k = word_model_coded(model, t, adapt)
         nbytes, nin, ntok = nbytes + n, nin + len(t), ntok + k
     dt = time.process_time() - t0
-    return 8 * nbytes / nin, ntok / dt
+    return 8 * nbytes / nin, ntok / dt, nbytes, ntok
 
 
 def main(argv=None):
@@ -70,6 +92,7 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--no-kn", dest="kn", action="store_false", help="leave out the Kneser-Ney rows")
     ap.add_argument("--files", default="english", help="benchmark files or sets (default: the 14 English files)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "model_family.md"))
     a = ap.parse_args(argv)
@@ -87,24 +110,33 @@ def main(argv=None):
     from nlmcodec._model import Model
 
     rows, cmds = [], []
-    for arch in a.types.split(","):
-        ck = runs / arch
-        cmd = train_cmd(arch, a, ck, corpus)
+    types = [t for t in a.types.split(",") if t]
+    plan = []                                   # (row name, directory, command)
+    if a.kn:
+        plan.append(("kn", runs / "kn", kn_cmd(a, runs / "kn" / "final.nlmm", corpus, None)))
+    for arch in types:
+        plan.append((arch, runs / arch, train_cmd(arch, a, runs / arch, corpus)))
+        if a.kn and arch in KN_MIXES:
+            plan.append((f"{arch}+kn", runs / f"{arch}+kn",
+                         kn_cmd(a, runs / f"{arch}+kn" / "final.nlmm", corpus, runs / arch / "final.nlmm")))
+    for name, ck, cmd in plan:
         cmds.append(" ".join(["OPENBLAS_NUM_THREADS=1", *cmd]))
         if not (ck / "final.nlmm").exists():
             env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
             t0 = time.time()
+            ck.mkdir(parents=True, exist_ok=True)
             subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, env=env, check=False)
-            print(f"{arch}: trained in {time.time() - t0:.0f} s", flush=True)
+            print(f"{name}: built in {time.time() - t0:.0f} s", flush=True)
         if not (ck / "final.nlmm").exists():
-            raise SystemExit(f"{arch}: training did not write {ck / 'final.nlmm'}")
+            raise SystemExit(f"{name}: its command did not write {ck / 'final.nlmm'}")
         m = Model.load(ck / "final.nlmm")
-        dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token")
-        row = {"type": arch, "dev_nats": dev_nats, "size": (ck / "final.nlmm").stat().st_size,
-               "params": m.params.size}
+        dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token") if "kn" not in name else None
+        row = {"type": name, "dev_nats": dev_nats, "size": (ck / "final.nlmm").stat().st_size,
+               "params": m.params.size, "kn_bytes": len(m.kn), "lam": m.metadata.get("kn_lambda")}
         for mode, adapt in (("static", False), ("dynamic", True)):
-            row[f"dev_{mode}"], _ = coded(m, dev, adapt)
-            row[f"eng_{mode}"], row[f"tps_{mode}"] = coded(m, texts, adapt)
+            row[f"dev_{mode}"], _, nb, nt = coded(m, dev, adapt)
+            row[f"devnats_{mode}"] = 8 * nb * math.log(2) / nt
+            row[f"eng_{mode}"], row[f"tps_{mode}"], _, _ = coded(m, texts, adapt)
         rows.append(row)
         print(row, flush=True)
     out = ["# The model family on one yardstick", "",
@@ -113,15 +145,22 @@ def main(argv=None):
            f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "
            f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens. Bits per byte are exact codes "
            f"(word-model payloads); the English set is {len(files)} files, {sum(map(len, texts)):,} bytes; "
-           "speed in tokens per CPU second on this machine. Kneser-Ney rows: not built yet.", "",
-           "| model | dev nats/token | dev bits/byte static | dynamic | English bits/byte static | dynamic | "
-           "tokens/s static | dynamic | parameters | model file |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "speed in tokens per CPU second on this machine. Kneser-Ney rows: trigrams counted on the same "
+           f"{a.tokens:,} training tokens (the model type `kn`: λ = 0 over a bias-only network for case and gap; "
+           "`+kn`: the trained network mixed with them, λ = the network's weight chosen on dev; the counts do "
+           "not adapt, so `kn`'s dynamic column is its static code).", "",
+           "| model | λ | dev nats/token | dev code nats/token static | dynamic | dev bits/byte static | dynamic | "
+           "English bits/byte static | dynamic | tokens/s static | dynamic | parameters | Kneser-Ney bytes | "
+           "model file |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        out.append(f"| {r['type']} | {r['dev_nats']:.4f} | {r['dev_static']:.4f} | {r['dev_dynamic']:.4f} | "
+        lam = "" if r["lam"] is None else f"{r['lam']:g}"
+        dn = "" if r["dev_nats"] is None else f"{r['dev_nats']:.4f}"
+        out.append(f"| {r['type']} | {lam} | {dn} | {r['devnats_static']:.4f} | {r['devnats_dynamic']:.4f} | "
+                   f"{r['dev_static']:.4f} | {r['dev_dynamic']:.4f} | "
                    f"{r['eng_static']:.4f} | {r['eng_dynamic']:.4f} | {r['tps_static']:,.0f} | "
-                   f"{r['tps_dynamic']:,.0f} | {r['params']:,} | {r['size']:,} |")
-    out += ["", "Training commands (run from the repository; each resumes from its checkpoints):", ""]
+                   f"{r['tps_dynamic']:,.0f} | {r['params']:,} | {r['kn_bytes']:,} | {r['size']:,} |")
+    out += ["", "Commands (run from the repository; each training resumes from its checkpoints):", ""]
     out += [f"    {c}" for c in cmds]
     write_report(out, a.out)
     return 0
