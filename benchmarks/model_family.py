@@ -47,7 +47,8 @@ def train_cmd(arch, a, ck: Path, corpus: str):
     """The training command of one row (paths relative to the repository when they can be)."""
     rel = lambda p: os.path.relpath(p, REPO)  # noqa: E731
     return ["python", "-m", "nlmcodec", "--train", rel(os.path.join(corpus, "train")), "-o", rel(ck / "final.nlmm"),
-            "--arch", arch, "--vocab", str(a.vocab), "--dim", str(a.dim), "--hidden", str(a.hidden),
+            "--arch", arch, *(["--forget-bias", f"{a.forget_bias:g}"] if arch == "lstm" else []),
+            "--vocab", str(a.vocab), "--dim", str(a.dim), "--hidden", str(a.hidden),
             "--classes", str(a.classes), "--tokens", str(a.tokens), "--seed", str(a.seed),
             "--dev", rel(os.path.join(corpus, "dev", "dev-00.jsonl.xz")), "--checkpoint-dir", rel(ck),
             "--batch", str(a.batch), "--bptt", str(a.bptt), "--lr", str(a.lr), "--name", f"family-{arch}",
@@ -92,6 +93,7 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--forget-bias", type=float, default=2.0, help="the LSTM's (benchmarks/forget_bias.md)")
     ap.add_argument("--no-kn", dest="kn", action="store_false", help="leave out the Kneser-Ney rows")
     ap.add_argument("--files", default="english", help="benchmark files or sets (default: the 14 English files)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "model_family.md"))
@@ -143,7 +145,8 @@ def main(argv=None):
            f"`python benchmarks/model_family.py --vocab {a.vocab} --dim {a.dim} --hidden {a.hidden} --classes "
            f"{a.classes} --tokens {a.tokens}`: every row trained with the same budget of {a.tokens:,} tokens "
            f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "
-           f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens. Bits per byte are exact codes "
+           f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens, the LSTM's forget-gate bias is "
+           f"{a.forget_bias:g} (benchmarks/forget_bias.md). Bits per byte are exact codes "
            f"(word-model payloads); the English set is {len(files)} files, {sum(map(len, texts)):,} bytes; "
            "speed in tokens per CPU second on this machine. Kneser-Ney rows: trigrams counted on the same "
            f"{a.tokens:,} training tokens (the model type `kn`: λ = 0 over a bias-only network for case and gap; "

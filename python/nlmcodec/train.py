@@ -555,8 +555,9 @@ def build_parser():
                     help="model type (codec/FORMAT.md §2.4): elman (default), lstm or nplm")
     ap.add_argument("--context", type=int, default=R.NPLM_CONTEXT,
                     help="nplm: the previous tokens it reads (n − 1 of an n-gram; 2..16)")
-    ap.add_argument("--forget-bias", type=float, default=1.0,
-                    help="lstm: initial bias of the forget gate (how far back the cell remembers at the start)")
+    ap.add_argument("--forget-bias", type=float, default=2.0,
+                    help="lstm: initial bias of the forget gate (how far back the cell remembers at the start); "
+                         "the default is the lowest dev loss of benchmarks/forget_bias.md")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tokens", type=int, default=0, help="training tokens (sets the lr schedule)")
     g.add_argument("--epochs", type=float, default=1.0)
