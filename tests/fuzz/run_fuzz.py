@@ -96,7 +96,22 @@ def write_seeds(work: Path) -> dict:
         (dirs["block"] / name).write_bytes(b)
     tiny = nlmcodec.load_model("tiny").to_bytes()
     (dirs["model"] / "tiny.nlmm").write_bytes(tiny)
+    (dirs["model"] / "tiny-kn-small.nlmm").write_bytes(_kn_seed_model())
     return dirs
+
+
+def _kn_seed_model() -> bytes:
+    """The tiny model with a small Kneser-Ney section (MODEL_FORMAT.md 13a: counts of a few thousand tokens
+    of the ENGLISH-like text below), so load_model's corpus starts with a valid section to mutate."""
+    import numpy as np
+
+    import nlmcodec
+    from nlmcodec import kn
+
+    m = nlmcodec.load_model("tiny")
+    rng = np.random.default_rng(7)
+    ids = np.minimum(rng.zipf(1.3, 3000), m.config["V"] - 1)
+    return kn.attach(m, kn.build_section(ids, m.config["V"], lam=0.5)).to_bytes()
 
 
 def write_model_dump(m, path: Path) -> None:
@@ -216,7 +231,8 @@ def main(argv=None):
             corpus = work / "corpus" / t
             if not corpus.exists():
                 shutil.copytree(dirs["model" if t == "load_model" else "frames"], corpus)
-            max_len = len(nlmcodec.load_model("tiny").to_bytes()) + 256 if t == "load_model" else FRAME_MAX_LEN
+            max_len = max(p.stat().st_size for p in dirs["model"].iterdir()) + 256 if t == "load_model" \
+                else FRAME_MAX_LEN
             cmd = [sys.executable, str(HERE / "fuzz_py.py"), t, *limits, f"-max_len={max_len}", f"-timeout={args.timeout}",
                    "-rss_limit_mb=3072", "-print_final_stats=1", str(corpus)]
         elif t in exes:
