@@ -127,6 +127,7 @@ typedef struct {
     int adapt;
     NlmCodec* c;
 } Slot;
+#define MAX_SLOTS 64 /* (model, mode) pairs of one run: a codec each */
 
 typedef struct {
     uint8_t kind;    /* 0 reset, 1 block */
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
     if (r.bad || memcmp(magic, "NLMVBLK4", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
-    Slot slots[8];
+    Slot slots[MAX_SLOTS];
     int nslots = 0, failed = 0, nblocks = 0;
     size_t nbytes = 0;
     for (uint32_t v = 0; v < nvec; v++) {
@@ -233,7 +234,11 @@ int main(int argc, char** argv) {
         NlmCodec* c = NULL;
         for (int i = 0; i < nslots; i++)
             if (!strcmp(slots[i].model, model) && slots[i].adapt == adapt) c = slots[i].c;
-        if (!c && nslots < 8) {
+        if (!c && nslots == MAX_SLOTS) {
+            fprintf(stderr, "more than %d (model, mode) pairs in %s: raise MAX_SLOTS\n", MAX_SLOTS, argv[1]);
+            return 3;
+        }
+        if (!c) {
             char path[4400];
             snprintf(path, sizeof path, "%s%s", dir, model);
             if (!(c = load_model(path, adapt))) return 3;
