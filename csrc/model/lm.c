@@ -90,7 +90,8 @@ struct Lm {
     int zc_ok, zw_c, zk_w, zg_w; /* logit caches: valid flag / argument, -1 = invalid */
     float* xbuf;                 /* (D) */
     float *erow, *brow, *borow;  /* θ0 rows converted for reading: (D) (8) (maxcs) */
-    /* ---- the Kneser-Ney mixture (§2.5; only with w->kn) ---- */
+    /* ---- the Kneser-Ney mixture (§2.5; only with an expert) ---- */
+    const Kn* kn;                /* w->kn when this state was made (an expert attached later is not used) */
     int ku, kv;                  /* the two previous tokens (1 = <end> after a reset) */
     float *qc, *qw, *pk;         /* (C) network class probabilities, (maxcs) scratch, (max(C, maxcs)) expert */
     float *mzc, *mzw;            /* (C) (maxcs) mixed logits */
@@ -384,7 +385,8 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     ALLOC(erow, D * 4);
     ALLOC(brow, 8 * 4);
     ALLOC(borow, maxcs * 4);
-    if (w->kn) {
+    m->kn = w->kn;
+    if (m->kn) {
         ALLOC(qc, C * 4);
         ALLOC(qw, maxcs * 4);
         ALLOC(pk, (C > maxcs ? C : maxcs) * 4);
@@ -712,8 +714,8 @@ static void net_class_probs(Lm* m) {
 
 static void mixed_class_logits(Lm* m) {
     if (m->mzc_ok) return;
-    float lam = kn_lambda(m->w->kn), om = 1.0f - lam;
-    kn_class_probs(m->w->kn, m->ku, m->kv, m->pk);
+    float lam = kn_lambda(m->kn), om = 1.0f - lam;
+    kn_class_probs(m->kn, m->ku, m->kv, m->pk);
     if (lam > 0.0f) {
         net_class_probs(m);
         for (int c = 0; c < m->C; c++) m->mzc[c] = kern_log(lam * m->qc[c] + om * m->pk[c]);
@@ -725,9 +727,9 @@ static void mixed_class_logits(Lm* m) {
 
 static void mixed_word_logits(Lm* m, int c) {
     if (m->mzw_c == c) return;
-    float lam = kn_lambda(m->w->kn), om = 1.0f - lam;
+    float lam = kn_lambda(m->kn), om = 1.0f - lam;
     int a = m->w->cs[c], n = m->w->cs[c + 1] - a;
-    kn_word_probs(m->w->kn, m->ku, m->kv, a, a + n, m->pk);
+    kn_word_probs(m->kn, m->ku, m->kv, a, a + n, m->pk);
     if (lam > 0.0f) {
         net_class_probs(m);
         word_logits(m, c);
@@ -743,21 +745,21 @@ static void mixed_word_logits(Lm* m, int c) {
 const float* lm_class_logits(Lm* m) {
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
-    if (m->w->kn) mixed_class_logits(m);
+    if (m->kn) mixed_class_logits(m);
     else class_logits(m);
     nlm_fpenv_leave(&fe);
-    return m->w->kn ? m->mzc : m->zc;
+    return m->kn ? m->mzc : m->zc;
 }
 
 const float* lm_word_logits(Lm* m, int c, int* n) {
     if (c < 0 || c >= m->C) c = 0;
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
-    if (m->w->kn) mixed_word_logits(m, c);
+    if (m->kn) mixed_word_logits(m, c);
     else word_logits(m, c);
     nlm_fpenv_leave(&fe);
     if (n) *n = m->w->cs[c + 1] - m->w->cs[c];
-    return m->w->kn ? m->mzw : m->zw;
+    return m->kn ? m->mzw : m->zw;
 }
 
 const float* lm_case_logits(Lm* m, int w) {
