@@ -35,10 +35,13 @@ def _two_blocks_cost(model, text, adapt, version):
 def test_a_block_boundary_costs_a_few_bytes(default_model, adapt):
     text = (CORPUS / "bench" / "canterbury" / "alice29.txt").read_bytes()[:65536]
     text = text[:text.rindex(b"\n") + 1]
-    new, old = _two_blocks_cost(default_model, text, adapt, 7), _two_blocks_cost(default_model, text, adapt, 6)
+    new = _two_blocks_cost(default_model, text, adapt, 7)
     assert 0 < new <= 8, new             # the end check and the flush of the coder, the <end> token
     if not adapt:
-        assert old >= 60, old            # format 6 here: the network, fed <end>, expected a new document
+        # format 6 with default-1, the default the change was measured with (benchmarks/block_end.md): the
+        # network, fed <end>, expected a new document (default-2 happens to pay only a few bytes for it)
+        old = _two_blocks_cost(nlmcodec.load_model("default-1"), text, adapt, 6)
+        assert old >= 60, old
 
 
 def test_the_core_refuses_a_block_over_the_bound(tiny_model):

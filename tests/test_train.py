@@ -109,9 +109,10 @@ def test_never_opens_bench_or_ood(texts, tmp_path, monkeypatch):
 
 
 def _command_inputs(command):
-    """The input files of a recorded ``nlmcodec --train`` command: the paths after --train and every --dev."""
+    """The input files of a recorded ``nlmcodec --train`` (or ``nlmcodec.kn``) command: the paths after --train
+    (after the module name) and every --dev."""
     words = command.split()
-    i = words.index("--train") + 1
+    i = (words.index("--train") if "--train" in words else words.index("nlmcodec.kn")) + 1
     files = []
     while i < len(words) and not words[i].startswith("-"):
         files.append(words[i])

@@ -23,7 +23,7 @@ import build_flags  # noqa: E402  (the repository root is not a package)
 CSRC = ROOT / "csrc"
 FLAVOURS = build_flags.FLAVOURS
 KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c", CSRC / "coder" / "quant.c"]  # quant: the kernels harness checks it
-MODEL = [CSRC / "model" / f for f in ("lm.c", "elman.c", "lstm.c", "nplm.c")]
+MODEL = sorted((CSRC / "model").glob("*.c"))   # lm.c, the model types and the Kneser-Ney expert
 CODER = [CSRC / "coder" / "rc.c"] + KERNELS
 CORE = [pathlib.Path(p) for p in build_flags.core_sources()]
 
