@@ -63,8 +63,10 @@ def kn_cmd(a, out: Path, corpus: str, network: Path | None):
            "--cache-dir", rel(out.parent.parent / "tokens")]
     if network is None:
         return cmd + ["--vocab", str(a.vocab), "--classes", str(a.classes), "--name", "family-kn"]
-    return cmd + ["--network", rel(network), "--dev", rel(os.path.join(corpus, "dev", "dev-00.jsonl.xz")),
-                  "--name", f"family-{network.parent.name}+kn"]
+    bundled = not isinstance(network, Path)            # a bundled model's name
+    return cmd + ["--network", network if bundled else rel(network),
+                  "--dev", rel(os.path.join(corpus, "dev", "dev-00.jsonl.xz")),
+                  "--name", f"family-{network if bundled else network.parent.name}+kn"]
 
 
 def coded(model, texts, adapt):
@@ -95,6 +97,8 @@ def main(argv=None):
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--forget-bias", type=float, default=2.0, help="the LSTM's (benchmarks/forget_bias.md)")
     ap.add_argument("--no-kn", dest="kn", action="store_false", help="leave out the Kneser-Ney rows")
+    ap.add_argument("--bundled", default="", help="bundled networks trained on --tokens tokens with these sizes "
+                    "(e.g. default-1) to add as rows, each with its Kneser-Ney mixture")
     ap.add_argument("--files", default="english", help="benchmark files or sets (default: the 14 English files)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "model_family.md"))
     a = ap.parse_args(argv)
@@ -121,7 +125,25 @@ def main(argv=None):
         if a.kn and arch in KN_MIXES:
             plan.append((f"{arch}+kn", runs / f"{arch}+kn",
                          kn_cmd(a, runs / f"{arch}+kn" / "final.nlmm", corpus, runs / arch / "final.nlmm")))
+    for b in [x for x in a.bundled.split(",") if x]:
+        plan.append((b, None, None))
+        if a.kn:
+            plan.append((f"{b}+kn", runs / f"{b}+kn", kn_cmd(a, runs / f"{b}+kn" / "final.nlmm", corpus, b)))
     for name, ck, cmd in plan:
+        if ck is None:                          # a bundled network: trained by the command of its manifest
+            import nlmcodec
+
+            m = nlmcodec.load_model(name)
+            cmds.append(f"({name}: the bundled model, trained by the command in its manifest)")
+            row = {"type": name, "dev_nats": (m.metadata.get("dev") or {}).get("nats_per_token"),
+                   "size": m.nbytes, "params": m.params.size, "kn_bytes": 0, "lam": None}
+            for mode, adapt in (("static", False), ("dynamic", True)):
+                row[f"dev_{mode}"], _, nb, nt = coded(m, dev, adapt)
+                row[f"devnats_{mode}"] = 8 * nb * math.log(2) / nt
+                row[f"eng_{mode}"], row[f"tps_{mode}"], _, _ = coded(m, texts, adapt)
+            rows.append(row)
+            print(row, flush=True)
+            continue
         cmds.append(" ".join(["OPENBLAS_NUM_THREADS=1", *cmd]))
         if not (ck / "final.nlmm").exists():
             env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
