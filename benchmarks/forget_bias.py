@@ -43,10 +43,7 @@ def main(argv=None):
     runs = REPO / "runs" / f"forget-bias-V{a.vocab}-D{a.dim}-H{a.hidden}-C{a.classes}-T{a.tokens}"
     import dev_sample
 
-    dev_dir = runs / "dev_sample"
-    if not (dev_dir / "dev_book.txt").exists():
-        dev_sample.main(dev_dir)
-    dev = [p.read_bytes() for p in sorted(dev_dir.glob("dev_*.txt"))]
+    dev = dev_sample.texts(runs / "dev_sample")
     from nlmcodec._model import Model
     from nlmcodec.train import word_model_coded
 

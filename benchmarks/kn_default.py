@@ -53,10 +53,7 @@ def main(argv=None):
     mixed = Model.load(out_model)
     import dev_sample
 
-    dev_dir = runs / "dev_sample"
-    if not (dev_dir / "dev_book.txt").exists():
-        dev_sample.main(dev_dir)
-    dev = [p.read_bytes() for p in sorted(dev_dir.glob("dev_*.txt"))]
+    dev = dev_sample.texts(runs / "dev_sample")
     nin = sum(map(len, dev))
     rows = []
     for label, m in ((name, base), (f"{name} + Kneser-Ney (λ {mixed.metadata['kn_lambda']:g})", mixed)):

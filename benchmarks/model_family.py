@@ -107,10 +107,7 @@ def main(argv=None):
     runs = REPO / "runs" / f"family-V{a.vocab}-D{a.dim}-H{a.hidden}-C{a.classes}-T{a.tokens}"
     import dev_sample
 
-    dev_dir = runs / "dev_sample"
-    if not (dev_dir / "dev_book.txt").exists():
-        dev_sample.main(dev_dir)
-    dev = [p.read_bytes() for p in sorted(dev_dir.glob("dev_*.txt"))]
+    dev = dev_sample.texts(runs / "dev_sample")
     files = bench.expand_files([a.files])
     texts = [bench.read_file(f)[1] for f in files]    # (name, bytes); Silesia files are stored xz-compressed
     from nlmcodec._model import Model
@@ -135,27 +132,20 @@ def main(argv=None):
 
             m = nlmcodec.load_model(name)
             cmds.append(f"({name}: the bundled model, trained by the command in its manifest)")
-            row = {"type": name, "dev_nats": (m.metadata.get("dev") or {}).get("nats_per_token"),
-                   "size": m.nbytes, "params": m.params.size, "kn_bytes": 0, "lam": None}
-            for mode, adapt in (("static", False), ("dynamic", True)):
-                row[f"dev_{mode}"], _, nb, nt = coded(m, dev, adapt)
-                row[f"devnats_{mode}"] = 8 * nb * math.log(2) / nt
-                row[f"eng_{mode}"], row[f"tps_{mode}"], _, _ = coded(m, texts, adapt)
-            rows.append(row)
-            print(row, flush=True)
-            continue
-        cmds.append(" ".join(["OPENBLAS_NUM_THREADS=1", *cmd]))
-        if not (ck / "final.nlmm").exists():
-            env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-            t0 = time.time()
-            ck.mkdir(parents=True, exist_ok=True)
-            subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, env=env, check=False)
-            print(f"{name}: built in {time.time() - t0:.0f} s", flush=True)
-        if not (ck / "final.nlmm").exists():
-            raise SystemExit(f"{name}: its command did not write {ck / 'final.nlmm'}")
-        m = Model.load(ck / "final.nlmm")
-        dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token") if "kn" not in name else None
-        row = {"type": name, "dev_nats": dev_nats, "size": (ck / "final.nlmm").stat().st_size,
+        else:
+            cmds.append(" ".join(["OPENBLAS_NUM_THREADS=1", *cmd]))
+            if not (ck / "final.nlmm").exists():
+                env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+                t0 = time.time()
+                ck.mkdir(parents=True, exist_ok=True)
+                subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, env=env, check=False)
+                print(f"{name}: built in {time.time() - t0:.0f} s", flush=True)
+            if not (ck / "final.nlmm").exists():
+                raise SystemExit(f"{name}: its command did not write {ck / 'final.nlmm'}")
+            m = Model.load(ck / "final.nlmm")
+        # the trainer's dev evaluation is of the network alone: not a figure of a Kneser-Ney row
+        dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token") if not m.kn else None
+        row = {"type": name, "dev_nats": dev_nats, "size": m.nbytes,
                "params": m.params.size, "kn_bytes": len(m.kn), "lam": m.metadata.get("kn_lambda")}
         for mode, adapt in (("static", False), ("dynamic", True)):
             row[f"dev_{mode}"], _, nb, nt = coded(m, dev, adapt)

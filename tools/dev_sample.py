@@ -28,5 +28,13 @@ def main(out_dir):
         print(p, p.stat().st_size)
 
 
+def texts(out_dir):
+    """[dev_book, dev_tech] as bytes, written into out_dir first if they are not there."""
+    out = pathlib.Path(out_dir)
+    if not (out / "dev_book.txt").exists() or not (out / "dev_tech.txt").exists():
+        main(out)
+    return [(out / "dev_book.txt").read_bytes(), (out / "dev_tech.txt").read_bytes()]
+
+
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "runs/dev_sample")

@@ -160,18 +160,6 @@ def trainer_tokens(n_total: int, tokens: int, batch: int, bptt: int) -> np.ndarr
     return (np.arange(batch)[:, None] * n_stream + np.arange(span)[None]).reshape(-1)
 
 
-def dev_text(dev_paths, nbytes: int) -> bytes:
-    """The first nbytes of the dev documents, joined (the tuning text of train.tune_and_store)."""
-    from ._corpus import iter_documents
-
-    text = bytearray()
-    for doc in iter_documents(dev_paths):
-        text += doc
-        if len(text) >= nbytes:
-            break
-    return bytes(text[:nbytes])
-
-
 def build_parser():
     import argparse
 
@@ -206,7 +194,8 @@ def main(argv=None) -> int:
 
     from . import load_model
     from ._corpus import lexer_name
-    from .train import _tok_cache, build_vocab, expand_inputs, sha256_file, sqrt_classes, speller_prime_list
+    from .train import (_tok_cache, build_vocab, dev_text, expand_inputs, sha256_file, sqrt_classes,
+                        speller_prime_list)
 
     a = build_parser().parse_args(argv)
     paths = expand_inputs(a.files)
@@ -244,7 +233,7 @@ def main(argv=None) -> int:
             lam, rows = choose_lambda(model, dev_text(expand_inputs(a.dev), a.dev_bytes), grid)
             meta["kn_lambda"] = lam
             meta["kn_lambda_grid"] = [[x, n] for x, n in rows]
-            print(f"λ on dev: " + "  ".join(f"{x:g}: {n:,}" for x, n in rows) + f"  -> {lam:g}", flush=True)
+            print("λ on dev: " + "  ".join(f"{x:g}: {n:,}" for x, n in rows) + f"  -> {lam:g}", flush=True)
         else:
             lam = 0.5
             meta["kn_lambda"] = lam

@@ -634,15 +634,20 @@ def word_model_coded(model: Model, text: bytes, adapt: bool):
     return n, int(c.stats()["tokens"])          # the codec's counts run over the group
 
 
-def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
-    """Tune seg_len, lr and decay of dynamic evaluation on the first nbytes of the dev documents (by the
-    word model's coded size) and rewrite the model file with the best setting."""
+def dev_text(dev_paths, nbytes: int) -> bytes:
+    """The first nbytes of the dev documents, joined: the text dynamic evaluation and λ are tuned on."""
     text = bytearray()
     for doc in iter_documents(dev_paths):
         text += doc
         if len(text) >= nbytes:
             break
-    text = bytes(text[:nbytes])
+    return bytes(text[:nbytes])
+
+
+def tune_and_store(model: Model, dev_paths, output, nbytes=100_000, log=print):
+    """Tune seg_len, lr and decay of dynamic evaluation on the first nbytes of the dev documents (by the
+    word model's coded size) and rewrite the model file with the best setting."""
+    text = dev_text(dev_paths, nbytes)
     best, results = tune_dynamic(model, text, lrs=(5e-4, 1e-3, 2e-3), decays=(0.0, 1e-4, 1e-3), seg_lens=(10, 20),
                                  size=lambda d, m: word_model_coded(m, d, True)[0], log=log)
     meta = dict(best.metadata)
