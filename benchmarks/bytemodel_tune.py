@@ -76,7 +76,7 @@ def build(outdir: pathlib.Path, sets) -> pathlib.Path:
     exe = outdir / "cm_driver"
     cmd = [c if c != build_flags.CSRC else str(tmp) for c in build_flags.cc_command(
         "gcc", "simd", exe, [ROOT / "tests" / "c" / "cm_driver.c", tmp / "bytemodel" / "cm.c",
-                             tmp / "coder" / "rc.c"])]
+                             tmp / "coder" / "rc.c", tmp / "kernels" / "kern.c", tmp / "kernels" / "kern_math.c"])]
     subprocess.run(cmd, check=True)
     return exe
 

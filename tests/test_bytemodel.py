@@ -24,7 +24,7 @@ from nlmcodec._core import ByteCoder
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
 
-SOURCES = [cbuild.CSRC / "bytemodel" / "cm.c", cbuild.CSRC / "coder" / "rc.c"]
+SOURCES = cbuild.BYTEMODEL
 
 
 def log_text(n, seed=4):

@@ -286,6 +286,49 @@ def test_quantiser_and_glue_kernels_bit_identical(exes, tmp_path, kind, n):
         assert th.tobytes() == upd.tobytes()
 
 
+def mix_cases(rng, n):
+    """Cases of the byte model's integer mixer kernels inside their contract (kern.h): extremes first."""
+    N = 16
+    cases = []
+    for i in range(n):
+        shift = int(rng.integers(1, 40)) if i % 4 else 18
+        lim = int(rng.integers(1, 1 << 30)) if i % 3 else 1 << 24
+        a = rng.integers(-lim, lim + 1, N)
+        b = rng.integers(-lim, lim + 1, N)
+        if i < 8:                                 # weights on the bounds, inputs at their largest
+            a[:] = lim if i & 1 else -lim
+            b[:] = -a
+        xmax = 1 << 11 if i % 5 else 1 << 15
+        x = rng.integers(-xmax + 1, xmax, N)
+        emax = min((1 << (shift + 30)) // xmax, (1 << 31) - 1)
+        ea, eb = (int(v) for v in rng.integers(-emax, emax + 1, 2))
+        if i < 8:
+            x[:] = (xmax - 1) * (1 if i & 2 else -1)
+            ea, eb = emax * (1 if i & 4 else -1), -emax
+        cases.append((a, b, x, ea, eb, shift, lim))
+    return cases
+
+
+def test_mixer_kernels_exact_on_every_path(exes, tmp_path):
+    """kern_mix2_dot / kern_mix2_train (the byte model's mixers): every path gives the integer definition."""
+    cases = mix_cases(np.random.default_rng(9), 400)
+    payload = np.array([len(cases)], np.int32).tobytes() + b"".join(
+        np.concatenate([a, b, x, [ea, eb, sh, lim]]).astype(np.int32).tobytes() for a, b, x, ea, eb, sh, lim in cases)
+    out = all_paths_equal(exes, "mix", payload, tmp_path)
+    rec = 16 + 4 * 32
+    assert len(out) == rec * len(cases)
+    for i, (a, b, x, ea, eb, sh, lim) in enumerate(cases):
+        d = np.frombuffer(out[i * rec:i * rec + 16], np.int64)
+        w = np.frombuffer(out[i * rec + 16:(i + 1) * rec], np.int32)
+        xs = [int(v) for v in x]
+        assert int(d[0]) == sum(int(p) * q for p, q in zip(a, xs))
+        assert int(d[1]) == sum(int(p) * q for p, q in zip(b, xs))
+        clamp = lambda v: max(-lim, min(lim, v))   # noqa: E731
+        want = [clamp(int(p) + ((q * ea) >> sh)) for p, q in zip(a, xs)] + \
+               [clamp(int(p) + ((q * eb) >> sh)) for p, q in zip(b, xs)]   # Python's >> is floor division
+        assert w.tolist() == want, i
+
+
 GOLDEN_CHILD = r"""
 import json, sys
 from pathlib import Path

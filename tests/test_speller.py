@@ -25,7 +25,7 @@ pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips i
 CSRC = cbuild.CSRC
 
 CORPUS = str(_CORPUS)
-SOURCES = [CSRC / "speller" / "speller.c", CSRC / "bytemodel" / "cm.c", CSRC / "coder" / "rc.c"]
+SOURCES = [CSRC / "speller" / "speller.c", *cbuild.BYTEMODEL]
 WORD = re.compile(rb"[A-Za-z]+")
 
 

@@ -24,6 +24,7 @@
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "bytemodel/cm.h"
+#include "kernels/kern.h" /* the mixers' integer kernels */
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ enum {
     IN_BIAS = NCTX + 1,
     IN_EXT = NCTX + 2, /* the speller's PPM (§5.4); 0 in byte-model runs, so there the mix has 12 inputs */
     NIN = NCTX + 3,
+    NINP = KERN_MIX_N, /* a weight set's stride: inputs NIN.. are 0, so their weights never move */
     SM_LIMIT = 1023,   /* state-map count cap */
     MATCH_MIN = 6,     /* bytes hashed to find a match */
     MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
@@ -75,10 +77,10 @@ struct CmModel {
     int mmiss;                /* the match failed earlier in this byte */
     /* predictors */
     uint32_t sm[NIN][256];    /* state maps: p (22 bits) << 10 | count; sm[IN_MATCH] by (length bucket, bit) */
-    int32_t x[NIN];           /* inputs of the current bit */
+    int32_t x[NINP];          /* inputs of the current bit (x[NIN..] = 0) */
     int sidx[NIN];            /* state-map entry used per input (-1 none) */
-    int32_t* w1;              /* mixer 1: 256 sets x NIN */
-    int32_t* w2;              /* mixer 2: M2_SETS sets x NIN */
+    int32_t* w1;              /* mixer 1: 256 sets x NINP */
+    int32_t* w2;              /* mixer 2: M2_SETS sets x NINP */
     int32_t* wsel1, *wsel2;   /* the selected sets */
     int t1, t2, pmix;         /* mixer outputs (stretch domain) and the mix (12-bit p) */
     const uint64_t* ext;      /* speller: the PPM's byte distribution as a tree of sums ([1] root, [256 + c]
@@ -173,10 +175,6 @@ static void build_tables(CmModel* m) {
  * value to the implementation). */
 static inline int64_t asr(int64_t x, int k) { return x >= 0 ? x >> k : ~((~x) >> k); }
 
-/* Mixer weights stay in [-W_MAX, W_MAX] (signed overflow would be undefined; reached only by data that
- * drives one input to saturation for a long time). */
-static inline int32_t wclamp(int64_t w) { return (int32_t)(w > W_MAX ? W_MAX : w < -W_MAX ? -W_MAX : w); }
-
 static inline int squash(const CmModel* m, int t) {
     if (t > 2047) t = 2047;
     if (t < -2047) t = -2047;
@@ -259,8 +257,9 @@ static void cm_clear(CmModel* m) {
     memset(m->h, 0, sizeof m->h); /* a fresh model's: the first byte's second nibble uses h = 0 */
     sm_init(m);
     const int32_t wi = m->size ? W_INIT : W_SPELL_INIT;
-    for (int i = 0; i < 256 * NIN; i++) m->w1[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
-    for (int i = 0; i < M2_SETS * NIN; i++) m->w2[i] = i % NIN == IN_EXT ? W_EXT_INIT : wi;
+    for (int i = 0; i < 256 * NINP; i++) m->w1[i] = i % NINP >= NIN ? 0 : i % NINP == IN_EXT ? W_EXT_INIT : wi;
+    for (int i = 0; i < M2_SETS * NINP; i++) m->w2[i] = i % NINP >= NIN ? 0 : i % NINP == IN_EXT ? W_EXT_INIT : wi;
+    memset(m->x, 0, sizeof m->x);
     for (int j = 0; j < APM_N; j++) m->apm_row[j] = (uint16_t)(squash(m, (j - 16) * 128) * 16);
     for (int c = 0; c < 256; c++) memcpy(m->apm1 + (size_t)c * APM_N, m->apm_row, sizeof m->apm_row);
     m->c0 = 1;
@@ -280,8 +279,8 @@ static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
     m->buf = (uint8_t*)malloc((size_t)1 << hbits);
     m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, 4);
     m->apm2_set = (uint8_t*)calloc(65536 / 8, 1);
-    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NIN);
-    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NIN);
+    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NINP);
+    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NINP);
     m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
     m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
     if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
@@ -324,8 +323,8 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     memcpy(dst->o1, src->o1, 65536);
     memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
     memcpy(dst->mt, src->mt, (size_t)4 << src->mbits);
-    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NIN);
-    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NIN);
+    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NINP);
+    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NINP);
     memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
     memcpy(dst->apm2_set, src->apm2_set, 65536 / 8);
     for (int r = 0; r < 65536; r++) /* only the rows in use hold values */
@@ -359,7 +358,7 @@ int cm_size_class(uint64_t run_size) {
 
 size_t cm_memory(const CmModel* m) {
     return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)4 << m->mbits)
-           + sizeof(int32_t) * (256 + M2_SETS) * NIN + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
+           + sizeof(int32_t) * (256 + M2_SETS) * NINP + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
 }
 
 /* Node of the current bit inside its nibble slot: 1, 2-3, 4-7, 8-15. */
@@ -417,13 +416,10 @@ static int cm_predict(CmModel* m) {
         x[IN_EXT] = stretch(m, pe < 1 ? 1 : pe > 4095 ? 4095 : pe);
     }
     /* mixers */
-    m->wsel1 = m->w1 + (size_t)m->c0 * NIN;
-    m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NIN;
-    int64_t d1 = 0, d2 = 0;
-    for (int k = 0; k < NIN; k++) {
-        d1 += (int64_t)m->wsel1[k] * x[k];
-        d2 += (int64_t)m->wsel2[k] * x[k];
-    }
+    m->wsel1 = m->w1 + (size_t)m->c0 * NINP;
+    m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NINP;
+    int64_t d1, d2; /* Σ w x over the inputs */
+    kern_mix2_dot(&d1, &d2, m->wsel1, m->wsel2, x);
     int t1 = (int)asr(d1, 16), t2 = (int)asr(d2, 16);
     if (t1 > 2047) t1 = 2047;
     if (t1 < -2047) t1 = -2047;
@@ -472,10 +468,9 @@ static void cm_update(CmModel* m, int y) {
     /* mixers: w += x * err * lr, err in 12 bits */
     int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->nlearn >> 4) + 4096));
     int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
-    for (int k = 0; k < NIN; k++) {
-        m->wsel1[k] = wclamp(m->wsel1[k] + asr((int64_t)m->x[k] * e1, 18));
-        m->wsel2[k] = wclamp(m->wsel2[k] + asr((int64_t)m->x[k] * e2, 18));
-    }
+    /* w = clamp(w + floor(x e / 2^18), +-W_MAX) (the clamp: reached only by data that drives one input to
+     * saturation for a long time): |x| < 2^11 and |e| < 2^21, so |x e| < 2^32 */
+    kern_mix2_train(m->wsel1, m->wsel2, m->x, e1, e2, 18, W_MAX);
     apm_update(m->apm1, m->a1, m->aw, y);
     apm_update(m->apm2, m->a2, m->aw, y);
     /* next bit */

@@ -127,6 +127,31 @@ void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32
     }
 }
 
+/* ---- integer kernels of the byte model's mixers (exact: every path gives these values) ---- */
+
+/* floor(v / 2^k) for negative v too (C leaves >> of a negative value to the implementation) */
+static inline int64_t asr64(int64_t v, int k) { return v >= 0 ? v >> k : ~((~v) >> k); }
+
+static void mix2_dot_scalar(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {
+    int64_t sa = 0, sb = 0;
+    for (int k = 0; k < KERN_MIX_N; k++) {
+        sa += (int64_t)a[k] * x[k];
+        sb += (int64_t)b[k] * x[k];
+    }
+    *da = sa;
+    *db = sb;
+}
+
+static inline int32_t clamp_lim(int64_t w, int32_t lim) { return (int32_t)(w > lim ? lim : w < -lim ? -lim : w); }
+
+static void mix2_train_scalar(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift,
+                              int32_t lim) {
+    for (int k = 0; k < KERN_MIX_N; k++) {
+        a[k] = clamp_lim(a[k] + asr64((int64_t)x[k] * ea, shift), lim);
+        b[k] = clamp_lim(b[k] + asr64((int64_t)x[k] * eb, shift), lim);
+    }
+}
+
 /* ---- x86 SIMD paths ---- */
 #if KERN_X86
 
@@ -421,6 +446,61 @@ __attribute__((target("avx2"))) static void add3_avx2(float* y, const float* a, 
         _mm256_storeu_ps(y + i, _mm256_add_ps(t, _mm256_loadu_ps(c + i)));
     }
     add3_scalar(y + i, a + i, b + i, c + i, n - i);
+}
+
+/* AVX2 integer mixer kernels: _mm256_mul_epi32 multiplies the low (signed) 32 bits of each 64-bit lane, so
+ * a vector of 8 int32 gives its even elements' products directly and its odd elements' after a 32-bit shift. */
+__attribute__((target("avx2"))) static inline int64_t hsum64(__m256i v) {
+    __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+    return _mm_cvtsi128_si64(s);
+}
+
+__attribute__((target("avx2"))) static void mix2_dot_avx2(int64_t* da, int64_t* db, const int32_t* a,
+                                                           const int32_t* b, const int32_t* x) {
+    __m256i sa = _mm256_setzero_si256(), sb = sa;
+    for (int k = 0; k < KERN_MIX_N; k += 8) {
+        __m256i xv = _mm256_loadu_si256((const __m256i*)(x + k)), xo = _mm256_srli_epi64(xv, 32);
+        __m256i av = _mm256_loadu_si256((const __m256i*)(a + k));
+        __m256i bv = _mm256_loadu_si256((const __m256i*)(b + k));
+        sa = _mm256_add_epi64(sa, _mm256_mul_epi32(av, xv));
+        sa = _mm256_add_epi64(sa, _mm256_mul_epi32(_mm256_srli_epi64(av, 32), xo));
+        sb = _mm256_add_epi64(sb, _mm256_mul_epi32(bv, xv));
+        sb = _mm256_add_epi64(sb, _mm256_mul_epi32(_mm256_srli_epi64(bv, 32), xo));
+    }
+    *da = hsum64(sa);
+    *db = hsum64(sb);
+}
+
+/* floor(p / 2^shift) per 64-bit lane (AVX2 has no 64-bit arithmetic shift): the logical shift with the
+ * sign bits filled in. */
+__attribute__((target("avx2"))) static inline __m256i asr64_avx2(__m256i p, __m128i sh, __m128i fill) {
+    __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), p);
+    return _mm256_or_si256(_mm256_srl_epi64(p, sh), _mm256_sll_epi64(neg, fill));
+}
+
+/* The 8 deltas asr(x[k] * e, shift) as int32 (each fits: the contract bounds |x e|). */
+__attribute__((target("avx2"))) static inline __m256i mix_delta_avx2(__m256i xv, __m256i xo, __m256i ev,
+                                                                      __m128i sh, __m128i fill) {
+    __m256i de = asr64_avx2(_mm256_mul_epi32(xv, ev), sh, fill);
+    __m256i dodd = asr64_avx2(_mm256_mul_epi32(xo, ev), sh, fill);
+    return _mm256_blend_epi32(de, _mm256_slli_epi64(dodd, 32), 0xAA);
+}
+
+__attribute__((target("avx2"))) static void mix2_train_avx2(int32_t* a, int32_t* b, const int32_t* x,
+                                                             int32_t ea, int32_t eb, int shift, int32_t lim) {
+    const __m128i sh = _mm_cvtsi32_si128(shift), fill = _mm_cvtsi32_si128(64 - shift);
+    const __m256i eav = _mm256_set1_epi32(ea), ebv = _mm256_set1_epi32(eb);
+    const __m256i hi = _mm256_set1_epi32(lim), lo = _mm256_set1_epi32(-lim);
+    for (int k = 0; k < KERN_MIX_N; k += 8) {
+        __m256i xv = _mm256_loadu_si256((const __m256i*)(x + k)), xo = _mm256_srli_epi64(xv, 32);
+        __m256i av = _mm256_loadu_si256((const __m256i*)(a + k));
+        __m256i bv = _mm256_loadu_si256((const __m256i*)(b + k));
+        av = _mm256_add_epi32(av, mix_delta_avx2(xv, xo, eav, sh, fill));
+        bv = _mm256_add_epi32(bv, mix_delta_avx2(xv, xo, ebv, sh, fill));
+        _mm256_storeu_si256((__m256i*)(a + k), _mm256_min_epi32(_mm256_max_epi32(av, lo), hi));
+        _mm256_storeu_si256((__m256i*)(b + k), _mm256_min_epi32(_mm256_max_epi32(bv, lo), hi));
+    }
 }
 
 /* ---- AVX-512F: one __m512 is the 16 canonical lanes ---- */
@@ -844,4 +924,24 @@ void kern_head_backward(float* dh, float* gb, float* p, const float* z, const fl
     kern_softmax_xent(p, z, n, target);
     kern_add(gb, gb, p, n);
     kern_matvec_t_acc(dh, W, p, n, H);
+}
+
+void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        mix2_dot_avx2(da, db, a, b, x);
+        return;
+    }
+#endif
+    mix2_dot_scalar(da, db, a, b, x);
+}
+
+void kern_mix2_train(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift, int32_t lim) {
+#if KERN_X86
+    if (KERN_LEVEL() >= 2) {
+        mix2_train_avx2(a, b, x, ea, eb, shift, lim);
+        return;
+    }
+#endif
+    mix2_train_scalar(a, b, x, ea, eb, shift, lim);
 }

@@ -163,4 +163,16 @@ int kern_simd_level(void);
  * without SIMD. */
 void kern_set_simd_cap(int cap);
 
+/* ---- integer kernels of the byte model's two mixers (bytemodel/cm.c, codec/FORMAT.md §9) ----
+ * Exact integer arithmetic: every path gives the scalar values.  Vectors have KERN_MIX_N int32 lanes. */
+enum { KERN_MIX_N = 16 };
+
+/* da = Σ_k a[k]·x[k], db = Σ_k b[k]·x[k] in int64.  Needs |a|, |b|, |x| < 2^31 (any int32). */
+void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x);
+
+/* a[k] = clamp(a[k] + floor(x[k]·ea / 2^shift), -lim, lim), b[k] likewise with eb, for k < KERN_MIX_N.
+ * Needs 0 < shift < 64, |x[k]·e| < 2^(shift+30) and 0 < lim < 2^30 with |a|, |b| <= lim on entry
+ * (so every delta and sum fits int32, which the SIMD path relies on). */
+void kern_mix2_train(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift, int32_t lim);
+
 #endif /* NLM_KERN_H */

@@ -25,6 +25,7 @@ FLAVOURS = build_flags.FLAVOURS
 KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c", CSRC / "coder" / "quant.c"]  # quant: the kernels harness checks it
 MODEL = sorted((CSRC / "model").glob("*.c"))   # lm.c, the model types and the Kneser-Ney expert
 CODER = [CSRC / "coder" / "rc.c"] + KERNELS
+BYTEMODEL = [CSRC / "bytemodel" / "cm.c"] + CODER   # the byte model: its mixers use the kernels
 CORE = [pathlib.Path(p) for p in build_flags.core_sources()]
 
 

@@ -19,6 +19,8 @@
  *              (g = z, q = z clipped to [-1, 1]; step 0.5, decay 0.01, lim 0.25) [n],
  *              kern_head_backward (H = 40, target n/3) then the same by its three steps: dh [2*40],
  *              gb [2*n], p [2*n]
+ *   OP = mix: IN = int32 n; then n cases of int32 a[16], b[16], x[16], ea, eb, shift, lim
+ *        OUT = per case: kern_mix2_dot(a, b, x) as int64 da, db; then a, b after kern_mix2_train [32 int32]
  * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
  */
 #include <stdint.h>
@@ -103,6 +105,19 @@ int main(int argc, char** argv) {
         float *x = rdf(f, n), *y = malloc((size_t)n * 4 + 4);
         for (int i = 0; i < n; i++) y[i] = kern_log(x[i]);
         fwrite(y, 4, n, o);
+    } else if (!strcmp(argv[1], "mix")) {
+        int32_t n;
+        if (fread(&n, 4, 1, f) != 1) die("short read");
+        for (int i = 0; i < n; i++) {
+            int32_t v[3 * KERN_MIX_N + 4];
+            if (fread(v, 4, 3 * KERN_MIX_N + 4, f) != 3 * KERN_MIX_N + 4) die("short read");
+            int32_t *a = v, *b = v + KERN_MIX_N, *x = v + 2 * KERN_MIX_N, *e = v + 3 * KERN_MIX_N;
+            int64_t d[2];
+            kern_mix2_dot(d, d + 1, a, b, x);
+            fwrite(d, 8, 2, o);
+            kern_mix2_train(a, b, x, e[0], e[1], e[2], e[3]);
+            fwrite(a, 4, 2 * KERN_MIX_N, o);
+        }
     } else if (!strcmp(argv[1], "glue")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1 || n < 4) die("short read");
