@@ -61,6 +61,9 @@ struct CmModel {
     uint8_t o0[256];          /* order 0: state by c0 */
     uint8_t* buf;             /* the last hmask + 1 bytes of the history */
     uint32_t* mt;             /* match table: last position after each MATCH_MIN-byte hash */
+    uint8_t* mchk;            /* the byte before that position: a candidate whose byte differs from the
+                                 newest byte fails its verification at once, so it is not read (a shortcut
+                                 with the same result: FORMAT.md §9.2 has no such table) */
     uint32_t pos;             /* bytes of history so far */
     uint32_t nlearn;          /* bytes the model has predicted and learned (the mixer's rate decays with it) */
     int stale;                /* the context slots of the next byte are not looked up yet (cm_see) */
@@ -236,6 +239,16 @@ static uint8_t* slot_find(CmModel* m, uint32_t h) {
     return s;
 }
 
+/* The slots of the NH hashes hs[] into cp[]: every bucket is fetched first, so their cache misses overlap
+ * (slot_find one after the other, in order: the same slots as without the prefetch). */
+static void slots_find(CmModel* m, const uint32_t* hs) {
+#if defined(__GNUC__)
+    for (int i = 0; i < NH; i++)
+        __builtin_prefetch(m->slots + (size_t)((hs[i] >> (32 - m->tbits)) & ~3u) * 16, 1);
+#endif
+    for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hs[i]);
+}
+
 /* ---------------------------------------------------------------- model */
 
 /* Every adaptive table to its initial content, the history empty. */
@@ -244,6 +257,7 @@ static void cm_clear(CmModel* m) {
         memset(m->slots, 0, (size_t)16 << m->tbits);
         memset(m->o1, 0, 65536);
         memset(m->mt, 0, (size_t)4 << m->mbits);
+        memset(m->mchk, 0, (size_t)1 << m->mbits);
         memset(m->apm2_set, 0, 65536 / 8);
         m->used = 0;
     }
@@ -278,12 +292,13 @@ static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
     m->o1 = (uint8_t*)calloc(65536, 1);
     m->buf = (uint8_t*)malloc((size_t)1 << hbits);
     m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, 4);
+    m->mchk = (uint8_t*)calloc((size_t)1 << m->mbits, 1);
     m->apm2_set = (uint8_t*)calloc(65536 / 8, 1);
     m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NINP);
     m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NINP);
     m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
     m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
-    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
+    if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->mchk || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
         goto nomem;
     build_tables(m);
     cm_clear(m);
@@ -313,16 +328,18 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     /* everything but the table pointers, then the tables; cp[] and the selected sets point into src */
     uint8_t *slots = dst->slots, *o1 = dst->o1, *buf = dst->buf;
     uint32_t* mt = dst->mt;
+    uint8_t* mchk = dst->mchk;
     int32_t *w1 = dst->w1, *w2 = dst->w2;
     uint16_t *apm1 = dst->apm1, *apm2 = dst->apm2;
     uint8_t* apm2_set = dst->apm2_set;
     *dst = *src;
-    dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->w1 = w1, dst->w2 = w2;
+    dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->mchk = mchk, dst->w1 = w1, dst->w2 = w2;
     dst->apm1 = apm1, dst->apm2 = apm2, dst->apm2_set = apm2_set;
     memcpy(dst->slots, src->slots, (size_t)16 << src->tbits);
     memcpy(dst->o1, src->o1, 65536);
     memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
     memcpy(dst->mt, src->mt, (size_t)4 << src->mbits);
+    memcpy(dst->mchk, src->mchk, (size_t)1 << src->mbits);
     memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NINP);
     memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NINP);
     memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
@@ -342,6 +359,7 @@ void cm_free(CmModel* m) {
     free(m->o1);
     free(m->buf);
     free(m->mt);
+    free(m->mchk);
     free(m->w1);
     free(m->w2);
     free(m->apm1);
@@ -357,7 +375,7 @@ int cm_size_class(uint64_t run_size) {
 }
 
 size_t cm_memory(const CmModel* m) {
-    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)4 << m->mbits)
+    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)5 << m->mbits)
            + sizeof(int32_t) * (256 + M2_SETS) * NINP + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
 }
 
@@ -477,7 +495,9 @@ static void cm_update(CmModel* m, int y) {
     m->c0 = (m->c0 << 1) | (uint32_t)y;
     m->bit++;
     if (m->bit == 4) {
-        for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, m->h[i] ^ hash64(m->c0, 0x5bd1e995u));
+        uint32_t hs[NH], hc = hash64(m->c0, 0x5bd1e995u);
+        for (int i = 0; i < NH; i++) hs[i] = m->h[i] ^ hc;
+        slots_find(m, hs);
     }
 }
 
@@ -519,7 +539,8 @@ static void cm_hist(CmModel* m, int c) {
         uint32_t hm = hash64(m->c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
         if (m->mlen == 0) {
             uint32_t cand = m->mt[hm];
-            if (cand > 0) {
+            /* mchk[hm] is byte cand - 1 while it is in the ring: the loop below would stop at l = 0 */
+            if (cand > 0 && m->mchk[hm] == (uint8_t)c) {
                 uint32_t l = 0;
                 /* only bytes still in the ring are compared (a run never wraps it, so there it is every byte) */
                 while (l < MATCH_VERIFY && l < cand && pos - cand + l <= mask &&
@@ -532,6 +553,7 @@ static void cm_hist(CmModel* m, int c) {
             }
         }
         m->mt[hm] = pos;
+        m->mchk[hm] = (uint8_t)c;
     }
 }
 
@@ -553,10 +575,8 @@ static void cm_ctx(CmModel* m) {
         (c8 >> 8) & 0xFFFF,
         (uint64_t)m->word << 8 | (c8 & 0xFF),
     };
-    for (int i = 0; i < NH; i++) {
-        m->h[i] = hash64(ctx[i], (uint32_t)(i + 1) * 0x3C6EF372u);
-        m->cp[i] = slot_find(m, m->h[i]);
-    }
+    for (int i = 0; i < NH; i++) m->h[i] = hash64(ctx[i], (uint32_t)(i + 1) * 0x3C6EF372u);
+    slots_find(m, m->h);
 }
 
 /* A byte c is done: history, then the contexts of the next byte. */
@@ -603,6 +623,20 @@ void cm_learn(CmModel* m, int c) {
     cm_bits(m, NULL, &c, NULL); /* cannot fail without a coder */
     cm_hist(m, c);
     m->stale = 1;
+}
+
+void cm_prefetch_seen(const CmModel* m, const uint8_t* b, int n) {
+#if defined(__GNUC__)
+    uint64_t c8 = m->c8;
+    for (int i = 0; i < n; i++) { /* the hash cm_hist computes after byte b[i] */
+        c8 = (c8 << 8) | b[i];
+        uint32_t hm = hash64(c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
+        __builtin_prefetch(&m->mt[hm]);
+        __builtin_prefetch(&m->mchk[hm]);
+    }
+#else
+    (void)m, (void)b, (void)n;
+#endif
 }
 
 void cm_see(CmModel* m, int c) {

@@ -49,6 +49,9 @@ int cm_copy(CmModel* dst, const CmModel* src);
 int cm_code_byte(CmModel* m, Rc* rc, int* c, uint16_t* p, const uint64_t* ext);
 void cm_learn(CmModel* m, int c);
 void cm_see(CmModel* m, int c);
+/* A hint, no state change: the bytes b[0..n) will be seen next (cm_see), so the match-table entries they
+ * will read are fetched into the cache now, all at once. */
+void cm_prefetch_seen(const CmModel* m, const uint8_t* b, int n);
 
 /* The integer logistic tables (FORMAT.md §9.2): squash_t[4096] indexed by t + 2048, stretch_t[4096] by a
  * 12-bit p.  Also used by the token match model (codec/tokmatch.c). */

@@ -148,6 +148,29 @@ static int pstate_copy(PState* d, const PState* s) {
     return 0;
 }
 
+/* Lay each context's list out contiguously in the pool, in its order (the primed tables, once): the walks
+ * of sp_dist and sp_code_sym then read consecutive entries instead of chasing links across the pool.
+ * Only pool indices change: every list keeps its order and its entries, so nothing coded changes. */
+static int pstate_compact(PState* p) {
+    PSym* q = (PSym*)malloc((p->pcap ? p->pcap : 1) * sizeof *q);
+    if (!q) return NLM_ERR_NOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->ccap; i++) {
+        PCtx* c = &p->ctx[i];
+        if (!c->key || c->head < 0) continue;
+        int32_t e = c->head;
+        c->head = (int32_t)n;
+        for (; e >= 0; e = p->pool[e].next) {
+            q[n] = p->pool[e];
+            q[n].next = p->pool[e].next >= 0 ? (int32_t)(n + 1) : -1;
+            n++;
+        }
+    }
+    free(p->pool);
+    p->pool = q;
+    return n == p->pused ? 0 : NLM_ERR_STATE; /* every entry is on exactly one list */
+}
+
 static inline uint32_t hash64(uint64_t x) {
     x ^= x >> 31;
     x *= 0x9E3779B97F4A7C15ull;
@@ -547,7 +570,7 @@ Speller* speller_new(const uint8_t* prime, size_t len) {
         if (n && sp_update_body(&s->own_primed, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
         i = j + 1;
     }
-    if (pstate_copy(&s->cur, s->primed)) goto fail;
+    if (pstate_compact(&s->own_primed) || pstate_copy(&s->cur, s->primed)) goto fail;
     return s;
 fail:
     speller_free(s);
@@ -636,6 +659,7 @@ static void cm_pass(Speller* s, int c) {
 }
 
 static void cm_feed(Speller* s, const uint8_t* b, int n) {
+    if (!s->learn_all) cm_prefetch_seen(s->cm, b, n);
     for (int i = 0; i < n; i++) cm_pass(s, b[i]);
     cm_pass(s, ' ');
 }
