@@ -10,7 +10,9 @@ budget can be stopped and started again).  Then, per type: dev nats/token at the
 trainer's float64 evaluation on its fixed dev slice), and the exact coded size of the dev sample of
 tools/dev_sample.py and of the 14 English benchmark files in bits per byte, static and dynamic (the word
 model's payloads in the encoder's blocks: train.word_model_coded; every file one group), the coding speed in
-tokens per CPU second (static and dynamic, over the English files) and the model file's size.  Dynamic rows
+tokens per CPU second (static and dynamic, over the English files) and the model file's size (each row's figures are kept in runs/.../<row>/row.json and read back while
+its model and the files are the same, so rows can be measured by separate runs, e.g. one --types each,
+and a last run with every type writes the whole table).  Dynamic rows
 use each model's dynamic-evaluation settings as its training run tuned them on dev.  The report goes to
 benchmarks/model_family.md (or --out).
 
@@ -26,6 +28,7 @@ nats/token" is the exact code of the dev sample per token, for every row.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -143,6 +146,13 @@ def main(argv=None):
             if not (ck / "final.nlmm").exists():
                 raise SystemExit(f"{name}: its command did not write {ck / 'final.nlmm'}")
             m = Model.load(ck / "final.nlmm")
+        # a row measured before (same model, same files) is read back: rows can be measured by separate runs
+        key = {"model_id": m.model_id.hex(), "files": files}
+        saved = runs / name / "row.json"
+        if saved.exists() and json.loads(saved.read_text()).get("key") == key:
+            rows.append(json.loads(saved.read_text())["row"])
+            print(f"{name}: measured before ({saved.relative_to(REPO)})", flush=True)
+            continue
         # the trainer's dev evaluation is of the network alone: not a figure of a Kneser-Ney row
         dev_nats = (m.metadata.get("dev") or {}).get("nats_per_token") if not m.kn else None
         row = {"type": name, "dev_nats": dev_nats, "size": m.nbytes,
@@ -151,6 +161,8 @@ def main(argv=None):
             row[f"dev_{mode}"], _, nb, nt = coded(m, dev, adapt)
             row[f"devnats_{mode}"] = 8 * nb * math.log(2) / nt
             row[f"eng_{mode}"], row[f"tps_{mode}"], _, _ = coded(m, texts, adapt)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps({"key": key, "row": row}))
         rows.append(row)
         print(row, flush=True)
     out = ["# The model family on one yardstick", "",

@@ -386,6 +386,29 @@ static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, 
  * tree of sums over bytes for the byte model (§5.4): END is the byte ' ' that ends a body there.  Mass in
  * units of 2^-40, integers only: at each order, from the highest, q = mass / F, a non-excluded symbol y
  * gets q * f_y and the mass becomes q * d; order -1 shares what is left equally. */
+/* The contexts of orders 1..maxo at position pos (NULL where absent), their slots and the start of their
+ * lists fetched into the cache together first, so the misses overlap (the tables are cold: the word model's
+ * weights pass through the cache between two spelled bytes). */
+static void sp_find_all(const PState* p, const uint8_t* b, int pos, int maxo, const PCtx** cs) {
+    uint64_t keys[ORDER + 1];
+    for (int o = 1; o <= maxo; o++) {
+        keys[o] = ctx_key(b, pos, o);
+#if defined(__GNUC__)
+        __builtin_prefetch(&p->ctx[hash64(keys[o]) & (p->ccap - 1)]);
+#endif
+    }
+    for (int o = 1; o <= maxo; o++) {
+        cs[o] = ctx_find(p, keys[o]);
+#if defined(__GNUC__)
+        if (cs[o] && cs[o]->head >= 0) { /* a compacted list: its first entries are consecutive */
+            const char* e = (const char*)&p->pool[cs[o]->head];
+            uint32_t nb = cs[o]->distinct * (uint32_t)sizeof(PSym);
+            for (uint32_t k = 0; k < nb && k < 4 * 64; k += 64) __builtin_prefetch(e + k);
+        }
+#endif
+    }
+}
+
 static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     const PState* p = &s->cur;
     uint8_t excl[NSYM];
@@ -397,10 +420,12 @@ static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     uint16_t sym[NSYM];
     uint32_t cnt[NSYM];
     int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    const PCtx* cs[ORDER + 1];
+    sp_find_all(p, b, pos, maxo, cs);
     for (int o = maxo; o >= 0; o--) {
         int d = 0; /* the level's non-excluded symbols: its list walked once; order 0 from its dense copy */
         if (o > 0) {
-            const PCtx* c = ctx_find(p, ctx_key(b, pos, o));
+            const PCtx* c = cs[o];
             for (int32_t e = c ? c->head : -1; e >= 0; e = p->pool[e].next)
                 if (!excl[p->pool[e].sym]) sym[d] = p->pool[e].sym, cnt[d++] = p->pool[e].cnt;
         } else {
