@@ -167,7 +167,10 @@ def main(argv=None):
         print(row, flush=True)
     out = ["# The model family on one yardstick", "",
            f"`python benchmarks/model_family.py --vocab {a.vocab} --dim {a.dim} --hidden {a.hidden} --classes "
-           f"{a.classes} --tokens {a.tokens}`: every row trained with the same budget of {a.tokens:,} tokens "
+           f"{a.classes} --tokens {a.tokens}"
+           f"{'' if a.types == ','.join(TYPES) else ' --types ' + repr(a.types) if not a.types else ' --types ' + a.types}"
+           f"{' --bundled ' + a.bundled if a.bundled else ''}"
+           f"{'' if a.kn else ' --no-kn'}`: every row trained with the same budget of {a.tokens:,} tokens "
            f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "
            f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens, the LSTM's forget-gate bias is "
            f"{a.forget_bias:g} (benchmarks/forget_bias.md). Bits per byte are exact codes "
