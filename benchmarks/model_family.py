@@ -168,7 +168,7 @@ def main(argv=None):
     out = ["# The model family on one yardstick", "",
            f"`python benchmarks/model_family.py --vocab {a.vocab} --dim {a.dim} --hidden {a.hidden} --classes "
            f"{a.classes} --tokens {a.tokens}"
-           f"{'' if a.types == ','.join(TYPES) else ' --types ' + repr(a.types) if not a.types else ' --types ' + a.types}"
+           f"{'' if a.types == ','.join(TYPES) else ' --types ' + (a.types or repr(''))}"
            f"{' --bundled ' + a.bundled if a.bundled else ''}"
            f"{'' if a.kn else ' --no-kn'}`: every row trained with the same budget of {a.tokens:,} tokens "
            f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "

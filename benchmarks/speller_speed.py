@@ -69,17 +69,15 @@ def main(argv=None):
     for mode in [m for m in a.modes.split(",") if m]:
         adapt = mode == "dynamic"
         for name, text in files:
-            res = {s: ([], [], None) for s, _ in spellers}
+            runs = {s: [] for s, _ in spellers}     # (payload bytes, encode s, decode s) per run
             for _ in range(a.runs):
                 for s, kind in spellers:             # alternate the spellers run by run
-                    n, te, td = code_once(model, text, adapt, kind)
-                    res[s][0].append(te)
-                    res[s][1].append(td)
-                    res[s] = (res[s][0], res[s][1], n)
+                    runs[s].append(code_once(model, text, adapt, kind))
             r = {"file": Path(name).name, "bytes": len(text), "mode": mode}
             for s, _ in spellers:
-                te, td = statistics.median(res[s][0]), statistics.median(res[s][1])
-                r[s] = (len(text) / te / 1e3, len(text) / td / 1e3, res[s][2])
+                te = statistics.median(t[1] for t in runs[s])
+                td = statistics.median(t[2] for t in runs[s])
+                r[s] = (len(text) / te / 1e3, len(text) / td / 1e3, runs[s][0][0])
                 t = tot.setdefault((mode, s), [0, 0.0, 0.0])
                 t[0] += len(text)
                 t[1] += te

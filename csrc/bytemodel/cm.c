@@ -174,10 +174,6 @@ static void build_tables(CmModel* m) {
     for (int n = 0; n <= SM_LIMIT; n++) m->rec[n] = (int32_t)((1u << 17) / (uint32_t)(2 * n + 3));
 }
 
-/* Arithmetic shift right = floor(x / 2^k), defined for negative x too (C leaves >> of a negative
- * value to the implementation). */
-static inline int64_t asr(int64_t x, int k) { return x >= 0 ? x >> k : ~((~x) >> k); }
-
 static inline int squash(const CmModel* m, int t) {
     if (t > 2047) t = 2047;
     if (t < -2047) t = -2047;
@@ -205,7 +201,7 @@ static inline void sm_update(CmModel* m, int k, int s, int y) {
     int n = (int)(e & 1023);
     int32_t p22 = (int32_t)(e >> 10);
     int32_t target = y ? (1 << 22) - 1 : 0;
-    p22 += (int32_t)asr((int64_t)(target - p22) * m->rec[n], 16);
+    p22 += (int32_t)kern_asr64((int64_t)(target - p22) * m->rec[n], 16);
     if (n < SM_LIMIT) n++;
     m->sm[k][s] = ((uint32_t)p22 << 10) | (uint32_t)n;
 }
@@ -247,6 +243,11 @@ static void slots_find(CmModel* m, const uint32_t* hs) {
         __builtin_prefetch(m->slots + (size_t)((hs[i] >> (32 - m->tbits)) & ~3u) * 16, 1);
 #endif
     for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hs[i]);
+}
+
+/* The match table's entry after the last bytes c8 (their low MATCH_MIN bytes hashed). */
+static inline uint32_t match_slot(const CmModel* m, uint64_t c8) {
+    return hash64(c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
 }
 
 /* ---------------------------------------------------------------- model */
@@ -445,7 +446,7 @@ static int cm_predict(CmModel* m) {
     m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NINP;
     int64_t d1, d2; /* Σ w x over the inputs */
     kern_mix2_dot(&d1, &d2, m->wsel1, m->wsel2, x);
-    int t1 = (int)asr(d1, 16), t2 = (int)asr(d2, 16);
+    int t1 = (int)kern_asr64(d1, 16), t2 = (int)kern_asr64(d2, 16);
     if (t1 > 2047) t1 = 2047;
     if (t1 < -2047) t1 = -2047;
     if (t2 > 2047) t2 = 2047;
@@ -475,7 +476,7 @@ static int cm_predict(CmModel* m) {
 static inline void apm_update(uint16_t* a, int idx, int w, int y) {
     int j = idx + (w >= 64);
     int target = y ? 65535 : 0;
-    a[j] = (uint16_t)(a[j] + asr(target - a[j], 6));
+    a[j] = (uint16_t)(a[j] + kern_asr64(target - a[j], 6));
 }
 
 static void cm_update(CmModel* m, int y) {
@@ -543,7 +544,7 @@ static void cm_hist(CmModel* m, int c) {
         }
     }
     if (pos >= MATCH_MIN) {
-        uint32_t hm = hash64(m->c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
+        uint32_t hm = match_slot(m, m->c8);
         if (m->mlen == 0) {
             uint32_t cand = m->mt[hm];
             /* mchk[hm] is byte cand - 1 while it is in the ring: the loop below would stop at l = 0 */
@@ -637,7 +638,7 @@ void cm_prefetch_seen(const CmModel* m, const uint8_t* b, int n) {
     uint64_t c8 = m->c8;
     for (int i = 0; i < n; i++) { /* the hash cm_hist computes after byte b[i] */
         c8 = (c8 << 8) | b[i];
-        uint32_t hm = hash64(c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
+        uint32_t hm = match_slot(m, c8);
         __builtin_prefetch(&m->mt[hm]);
         __builtin_prefetch(&m->mchk[hm]);
     }

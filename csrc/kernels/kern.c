@@ -129,9 +129,6 @@ void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32
 
 /* ---- integer kernels of the byte model's mixers (exact: every path gives these values) ---- */
 
-/* floor(v / 2^k) for negative v too (C leaves >> of a negative value to the implementation) */
-static inline int64_t asr64(int64_t v, int k) { return v >= 0 ? v >> k : ~((~v) >> k); }
-
 static void mix2_dot_scalar(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {
     int64_t sa = 0, sb = 0;
     for (int k = 0; k < KERN_MIX_N; k++) {
@@ -147,8 +144,8 @@ static inline int32_t clamp_lim(int64_t w, int32_t lim) { return (int32_t)(w > l
 static void mix2_train_scalar(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift,
                               int32_t lim) {
     for (int k = 0; k < KERN_MIX_N; k++) {
-        a[k] = clamp_lim(a[k] + asr64((int64_t)x[k] * ea, shift), lim);
-        b[k] = clamp_lim(b[k] + asr64((int64_t)x[k] * eb, shift), lim);
+        a[k] = clamp_lim(a[k] + kern_asr64((int64_t)x[k] * ea, shift), lim);
+        b[k] = clamp_lim(b[k] + kern_asr64((int64_t)x[k] * eb, shift), lim);
     }
 }
 

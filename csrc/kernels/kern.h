@@ -167,6 +167,9 @@ void kern_set_simd_cap(int cap);
  * Exact integer arithmetic: every path gives the scalar values.  Vectors have KERN_MIX_N int32 lanes. */
 enum { KERN_MIX_N = 16 };
 
+/* floor(v / 2^k), for negative v too (C leaves >> of a negative value to the implementation). */
+static inline int64_t kern_asr64(int64_t v, int k) { return v >= 0 ? v >> k : ~((~v) >> k); }
+
 /* da = Σ_k a[k]·x[k], db = Σ_k b[k]·x[k] in int64.  Needs |a|, |b|, |x| < 2^31 (any int32). */
 void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x);
 

@@ -382,10 +382,6 @@ static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, 
     return 0;
 }
 
-/* The speller's distribution of the symbol at position pos of b (what sp_code_sym would code with), as a
- * tree of sums over bytes for the byte model (§5.4): END is the byte ' ' that ends a body there.  Mass in
- * units of 2^-40, integers only: at each order, from the highest, q = mass / F, a non-excluded symbol y
- * gets q * f_y and the mass becomes q * d; order -1 shares what is left equally. */
 /* The contexts of orders 1..maxo at position pos (NULL where absent), their slots and the start of their
  * lists fetched into the cache together first, so the misses overlap (the tables are cold: the word model's
  * weights pass through the cache between two spelled bytes). */
@@ -409,6 +405,10 @@ static void sp_find_all(const PState* p, const uint8_t* b, int pos, int maxo, co
     }
 }
 
+/* The speller's distribution of the symbol at position pos of b (what sp_code_sym would code with), as a
+ * tree of sums over bytes for the byte model (§5.4): END is the byte ' ' that ends a body there.  Mass in
+ * units of 2^-40, integers only: at each order, from the highest, q = mass / F, a non-excluded symbol y
+ * gets q * f_y and the mass becomes q * d; order -1 shares what is left equally. */
 static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
     const PState* p = &s->cur;
     uint8_t excl[NSYM];
