@@ -29,13 +29,18 @@ VEC = ROOT / "codec" / "vectors"
 PY_TARGETS = ("decompress", "decompress_tiny", "decompressor", "load_model")
 C_TARGETS = ("block-libfuzzer", "block-gcc")
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
-# clang 14 rejects __builtin_cpu_supports("f16c") in kern.c (issue 12 item 3): the libFuzzer build is the
-# scalar core (NLM_NO_SIMD, the same bytes by contract); the gcc build is the dispatching one.
-CLANG_EXTRA = ["-DNLM_NO_SIMD"]
-# The numeric kernels (csrc/kernels) are built for libFuzzer without comparison tracing (trace-cmp), their
-# edge counters, ASan and UBSan kept: their loops compare dimensions the model fixes, never input bytes,
-# and the tracing calls took 78% of the time in a perf profile (45 executions a second; 166 without them).
-KERNELS_NO_TRACE_CMP = ["-fsanitize=fuzzer-no-link", "-fno-sanitize-coverage=trace-cmp"]
+# Both C builds are the dispatching core (AVX2 or AVX-512 where the CPU has it).  Until kern.c read the F16C
+# bit itself (issue 12 item 3), clang 14 could not build it and the libFuzzer build was the scalar core.
+CLANG_EXTRA: list = []
+# The numeric kernels (csrc/kernels) and the byte model (csrc/bytemodel) are built for libFuzzer without
+# comparison tracing (trace-cmp), their edge counters, ASan and UBSan kept.  The kernels' loops compare
+# dimensions the model fixes, never input bytes, and their tracing calls took 78% of the time in a perf
+# profile (45 executions a second; 166 without them).  The byte model compares its own statistics and the
+# bits the range decoder gives it, which no input byte reaches without the arithmetic decoder in between
+# (tracing it cannot teach the mutator a value), and its tracing was 45% of a profile at format 7 (62
+# executions a second).  The decoders' own parsing (codec, coder, speller) keeps its tracing.
+NO_TRACE_CMP_DIRS = ("kernels", "bytemodel")
+NO_TRACE_CMP = ["-fsanitize=fuzzer-no-link", "-fno-sanitize-coverage=trace-cmp"]
 # Input sizes: frames of up to 600 bytes (the small golden frames whole, the big ones cut, which the
 # decoder must reject as well) run at ~4k executions a second; a longer input mostly costs decoding time.
 FRAME_MAX_LEN = 600
@@ -138,11 +143,11 @@ def build_c(work: Path) -> dict:
     src = str(HERE / "fuzz_block.c")
     if shutil.which("clang"):
         exe = work / "fuzz_block_libfuzzer"
-        kern = [s for s in _sources() if Path(s).parent.name == "kernels"]
+        kern = [s for s in _sources() if Path(s).parent.name in NO_TRACE_CMP_DIRS]
         objs = [str(work / (Path(s).stem + ".libfuzzer.o")) for s in kern]
         r = None
         for s, o in zip(kern, objs):
-            r = subprocess.run(["clang", *CFLAGS, *SAN, *CLANG_EXTRA, *KERNELS_NO_TRACE_CMP, "-c", "-o", o, s],
+            r = subprocess.run(["clang", *CFLAGS, *SAN, *CLANG_EXTRA, *NO_TRACE_CMP, "-c", "-o", o, s],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 break
