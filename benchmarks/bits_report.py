@@ -1,11 +1,14 @@
 """Where the bits go: per benchmark file and mode, the share of the word model's output spent on words,
 unknown words (cache hits vs spelled), case, gaps and the token match flags, the unknown-token rate, and
 which block kinds the frame chose (word model, byte model, lzma, stored).  The file is coded as one group
-of 64 KiB word-model blocks twice, from the same build: with the token match flag (format 6,
-codec/FORMAT.md §3.4) and without it (format 5).  The match expert's columns: the tokens it predicted, how
-many of them it got right, the bits of its flags, the bits the network would have spent on the tokens it got
-right, and the payload bytes it saved in all (format 5 minus format 6, exclusions and the gap context
-included).
+of the encoder's word-model blocks three times, from the same build: without the token experts (format 5),
+with the token match flag (format 7, codec/FORMAT.md §3.4) and with the match flag and the token cache
+(format 8, §3.6).  The match expert's columns: the tokens it predicted, how many of them it got right, the
+bits the network would have spent on the tokens it got right, and the payload bytes it saved (format 5
+minus format 7, exclusions and the gap context included).  The cache's columns: the tokens whose identity
+each of its experts (unigram, order 2, order 3) gave a count, of all tokens; what the network's own class
+and word distributions would have cost the tokens the class stage coded, against what the mixed stages
+spent; and the payload bytes it saved (format 7 minus format 8).  The shares are format 8's.
 
 Usage: python benchmarks/bits_report.py [--model default] [--files english|all|NAME...] [--out FILE.md]
 The figures are exact (bits from the quantised frequencies the coder used, via nlm_codec_stats).
@@ -26,15 +29,17 @@ CATS = [("word_bits", "words"), ("unk_bits", "<unk> symbol"), ("cache_bits", "ca
 UNK = ("unk_bits", "cache_bits", "spell_bits")
 
 
-def code(data, model, adapt, match):
-    sizes, st, _ = code_group(model, data, adapt, **codec_options(6 if match else 5))   # match off / on
+def code(data, model, adapt, version):
+    sizes, st, _ = code_group(model, data, adapt, **codec_options(version))
     return sum(sizes), st
 
 
 def analyse(data, model, adapt):
-    off_len, off = code(data, model, adapt, False)
-    plen, st = code(data, model, adapt, True)
-    st["off_len"], st["off_unk"] = off_len, sum(off[k] for k in UNK) / (sum(off[k] for k, _ in CATS) or 1.0)
+    off_len, off = code(data, model, adapt, 5)      # no token expert
+    m_len, _ = code(data, model, adapt, 7)          # the match flag
+    plen, st = code(data, model, adapt, 8)          # the match flag and the token cache
+    st["off_len"], st["m_len"] = off_len, m_len
+    st["off_unk"] = sum(off[k] for k in UNK) / (sum(off[k] for k, _ in CATS) or 1.0)
     frame = nlmcodec.compress(data, model=model, adapt=adapt)
     kinds = {}
     for b in nlmcodec.get_frame_info(frame).blocks:
@@ -52,8 +57,10 @@ def main(argv=None):
     rows = ["| file | mode | bytes | word-model bpb (format 5) | word-model bpb | frame bpb | blocks | unk rate | "
             "cache hits / spelled | unknown-word share (format 5) | unknown-word share | "
             "match: predicted / right | match: network bits of the right ones | match: bytes saved | "
+            "cache: unigram / order 2 / order 3 had it (of tokens) | cache: network bits / class+word bits | "
+            "cache: bytes saved | "
             + " | ".join(n for _, n in CATS) + " |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(CATS)]
     for name in _bench.expand_files(a.files):
         label, data = _bench.read_file(name)
         if not data:
@@ -68,7 +75,10 @@ def main(argv=None):
                    f"{st['cache_hits']:.0f} / {st['spelled']:.0f} | {100 * st['off_unk']:.2f}% | "
                    f"{100 * sum(st[k] for k in UNK) / tot:.2f}% | "
                    f"{st['match_preds']:.0f} / {st['match_hits']:.0f} | {st['match_net_cost']:.0f} | "
-                   f"{st['off_len'] - plen} ({100 * (plen / st['off_len'] - 1):+.2f}%) | "
+                   f"{st['off_len'] - st['m_len']} ({100 * (st['m_len'] / st['off_len'] - 1):+.2f}%) | "
+                   f"{st['tc_u1']:.0f} / {st['tc_o2']:.0f} / {st['tc_o3']:.0f} ({st['tc_tokens']:.0f}) | "
+                   f"{st['tc_net_cost']:.0f} / {st['word_bits'] + st['unk_bits']:.0f} | "
+                   f"{st['m_len'] - plen} ({100 * (plen / st['m_len'] - 1):+.2f}%) | "
                    + " | ".join(f"{100 * st[k] / tot:.1f}%" for k, _ in CATS) + " |")
             rows.append(row)
             print(row, flush=True)

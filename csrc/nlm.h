@@ -156,6 +156,11 @@ int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
  * the default of a new context: the next block of the group goes on from the state after the block's last
  * real token) or on (formats 1-6).  Resets the context. */
 int nlm_codec_set_end_advance(NlmCodec* c, int on);
+/* The token cache (codec/FORMAT.md §3.6): the network's class and word distributions mixed with decayed
+ * counts of the group's tokens, on (frame format 8, the default of a new context) or off (formats 1-7).
+ * It takes its contexts from the token match model, so it is used only while the match flag is on.
+ * Resets the context. */
+int nlm_codec_set_cache(NlmCodec* c, int on);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
@@ -190,7 +195,13 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_MATCH_HITS 11    /* ... and the prediction was the token */
 #define NLM_STAT_MATCH_BITS 12    /* the match flags */
 #define NLM_STAT_MATCH_NET_COST 13 /* what the network's class + word stages would have cost the hits */
-#define NLM_STAT_COUNT 14
+#define NLM_STAT_TC_U1 14        /* tokens the token cache's unigram gave a count (§3.6) */
+#define NLM_STAT_TC_O2 15        /* ... its order-2 follower list */
+#define NLM_STAT_TC_O3 16        /* ... its order-3 follower list */
+#define NLM_STAT_TC_TOKENS 17    /* tokens the cache mixed for (every token while it is on) */
+#define NLM_STAT_TC_NET_COST 18  /* what the network's own class + word distributions (without the cache and
+                                  * the match exclusion) would have cost the tokens the class stage coded */
+#define NLM_STAT_COUNT 19
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----

@@ -461,6 +461,128 @@ class TokenMatch:
             self.tab[i] = n + 1
 
 
+class TokenCache:
+    """§3.6: decayed counts of the group's tokens mixed with the network's class and word frequencies."""
+    K, BITS, L1, L2, INC, RATE, WMIN, WMAX = (32, 16), (15, 16), 256, 30, 2, 6, 655, 1 << 20
+
+    def __init__(self, V, C, cls_of):
+        self.V, self.C, self.cls_of = V, C, cls_of
+        self.cnt1, self.cls1, self.tot1 = [0] * V, [0] * C, 0
+        self.slots = ({}, {})                       # order 2, order 3: slot -> [check, tot, [[w, cnt], ...]]
+        self.prev1 = self.prev2 = self.seen = 0
+        self.W = [[55705, 3277, 3277, 3277] for _ in range(36)]
+
+    @staticmethod
+    def _mix(h, x):
+        h = ((h ^ x) * 0x85EBCA77) & 0xFFFFFFFF
+        return h ^ (h >> 15)
+
+    def _hash(self, k):
+        if k == 0:
+            return self._mix((2 * 0x9E3779B1) & 0xFFFFFFFF, self.prev1)
+        return self._mix(self._mix((3 * 0x9E3779B1) & 0xFFFFFFFF, self.prev2), self.prev1)
+
+    def begin(self):
+        self.cur, tots = [None, None], [0, 0]
+        for k in range(2):
+            if self.seen >= k + 1:
+                h = self._hash(k)
+                sl = self.slots[k].get(h >> (32 - self.BITS[k]))
+                if sl is not None and sl[2] and sl[0] == h:
+                    self.cur[k], tots[k] = sl, sl[1]
+        b = [0 if t == 0 else min(5, t.bit_length()) for t in tots]
+        self.set = 6 * b[0] + b[1]
+        W = self.W[self.set]
+        present = [True, self.tot1 > 0, self.cur[0] is not None, self.cur[1] is not None]
+        self.ws = sum(W[k] for k in range(4) if present[k])
+        self.A = [(W[k] << 29) // self.ws if present[k] else 0 for k in range(4)]
+        t = [0, self.tot1, tots[0], tots[1]]
+        self.R = [0] + [(self.A[k] << 32) // t[k] if self.A[k] else 0 for k in (1, 2, 3)]
+
+    def classes(self, f):
+        F, A, R = sum(f), self.A, self.R
+        R0 = (A[0] << 32) // F
+        out = [1 + (f[c] * R0 >> 32) for c in range(self.C)]
+        if A[1]:
+            for c in range(self.C):
+                out[c] += self.cls1[c] * R[1] >> 32
+        for k in range(2):
+            sl = self.cur[k]
+            if sl is not None:
+                m = [0] * self.C
+                for w, cnt in sl[2]:
+                    m[self.cls_of[w]] += cnt
+                for c in range(self.C):
+                    out[c] += m[c] * R[2 + k] >> 32
+        return out
+
+    def words(self, c, a, f, g):
+        F, G, A, R = sum(f), sum(g), self.A, self.R
+        X = f[c] * ((A[0] << 32) // F) >> 32
+        Rx = (X << 32) // G
+        out = [1 + (g[j] * Rx >> 32) for j in range(len(g))]
+        if A[1]:
+            for j in range(len(g)):
+                out[j] += self.cnt1[a + j] * R[1] >> 32
+        for k in range(2):
+            sl = self.cur[k]
+            if sl is not None:
+                for w, cnt in sl[2]:
+                    if self.cls_of[w] == c:
+                        out[w - a] += cnt * R[2 + k] >> 32
+        return out
+
+    def learn(self, c, w, f, gj, G):
+        A, R = self.A, self.R
+        X = f[c] * ((A[0] << 32) // sum(f)) >> 32
+        p = [gj * ((X << 32) // G) >> 32, self.cnt1[w] * R[1] >> 32]
+        for k in range(2):
+            sl = self.cur[k]
+            cnt = next((n for x, n in sl[2] if x == w), 0) if sl is not None else 0
+            p.append(cnt * R[2 + k] >> 32)
+        P = sum(p)
+        if not P:
+            return
+        W = self.W[self.set]
+        for k in range(4):
+            if A[k]:
+                W[k] = max(self.WMIN, min(self.WMAX, W[k] + ((p[k] * self.ws // P - W[k]) >> self.RATE)))
+
+    def push(self, w, x):
+        self.cnt1[w] += 1
+        self.cls1[self.cls_of[w]] += 1
+        self.tot1 += 1
+        if self.tot1 > self.L1:
+            self.cnt1 = [n >> 1 for n in self.cnt1]
+            self.cls1 = [0] * self.C
+            for v, n in enumerate(self.cnt1):
+                self.cls1[self.cls_of[v]] += n
+            self.tot1 = sum(self.cnt1)
+        for k in range(2):
+            if self.seen < k + 1:
+                continue
+            h = self._hash(k)
+            i = h >> (32 - self.BITS[k])
+            sl = self.slots[k].get(i)
+            if sl is None or not sl[2] or sl[0] != h:
+                sl = self.slots[k][i] = [h, 0, []]
+            e = next((e for e in sl[2] if e[0] == w), None)
+            if e is None:
+                if len(sl[2]) < self.K[k]:
+                    e = [w, 0]
+                    sl[2].append(e)
+                else:
+                    e = min(sl[2], key=lambda e: e[1])     # the first of the smallest count
+                    sl[1] -= e[1]
+                    e[0], e[1] = w, 0
+            e[1] += self.INC
+            sl[1] += self.INC
+            if sl[1] > self.L2:
+                sl[2] = [[x, n >> 1] for x, n in sl[2] if n >> 1]
+                sl[1] = sum(n for _, n in sl[2])
+        self.prev2, self.prev1, self.seen = self.prev1, x, min(2, self.seen + 1)
+
+
 # ---- §5 speller, cache, literal gaps ----
 
 class Speller:
@@ -682,6 +804,7 @@ class Reader:
         self.speller.reset(byte_model=self.version >= 5)
         self.gapmix = GapMix()
         self.match = TokenMatch(self.V) if self.version >= 6 else None
+        self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -789,7 +912,16 @@ class Reader:
                 raise Corrupt("more tokens than a block may hold")
             n += 1
             zc = matvec(P["Wc"], self.h) + P["bc"]
-            fc = quant(zc)
+            fc = fnet = quant(zc)                     # fnet: the network's own (§3.6)
+            tc = self.cache
+            if tc is not None:
+                tc.begin()
+                fc = tc.classes(fnet)
+
+            def words(c, a, z):
+                """The word frequencies of class c (ids from a): the network's and those coded with."""
+                g = quant(z)
+                return g, (tc.words(c, a, fnet, g) if tc is not None else list(g))
             pred = self.match.prediction() if self.match is not None else None
             hit, fw = 0, None
             if pred is not None:                      # step 0 (§3.4)
@@ -797,26 +929,29 @@ class Reader:
                 cs = self.cls_of[pw]
                 a, b = self.cs[cs], self.cs[cs + 1]
                 zp = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
-                g = quant(zp)
+                gnet, g = words(cs, a, zp)
                 Fc, Fp, js = sum(fc), sum(g), pw - a
                 q = max(1, min(4095, (fc[cs] * g[js]) // max(1, (Fc * Fp) >> 12)))
                 hit = self.match.flag(rd, q, pw == 0)
                 if hit:
-                    w, c, zw = pw, cs, zp
+                    w, c, zw, gw = pw, cs, zp, gnet
                 else:
                     if pw != 0:                       # exclusion
                         fc[cs] -= (fc[cs] * g[js]) // Fp
                         g[js] = 0
-                    fw = (cs, g, zp)
+                    fw = (cs, g, zp, gnet)
             if not hit:
                 c = rd.decode(fc)
                 a, b = self.cs[c], self.cs[c + 1]
                 if fw is not None and fw[0] == c:
-                    zw = fw[2]
+                    zw, gw = fw[2], fw[3]
                     w = a + rd.decode(fw[1])
                 else:
                     zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
-                    w = a + rd.decode(quant(zw))
+                    gw, g = words(c, a, zw)
+                    w = a + rd.decode(g)
+            if tc is not None:
+                tc.learn(c, w, fnet, gw[w - self.cs[c]], sum(gw))
             if hit and w == 0:
                 body = pbody
                 self.speller.see_body(body)
@@ -840,6 +975,8 @@ class Reader:
             self.gapmix.update(ctx, gap, gap_bytes, len(body))
             if self.match is not None:
                 self.match.push(w, body, gap)
+            if tc is not None:
+                tc.push(w, self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID)
             out += gap_bytes + recase(body, case)
             if len(out) > size:
                 raise Corrupt("block too long")
@@ -874,7 +1011,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 7
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 8
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

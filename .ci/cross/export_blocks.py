@@ -7,10 +7,11 @@ tests/c/vector_driver.c replays them on any machine: decodes each payload and re
 comparing bytes with these, which were written on x86-64.
 
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
-  blocks.bin = "NLMVBLK4" u32 nvectors, then per vector:
+  blocks.bin = "NLMVBLK5" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
     NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag, from format 6), u8 end_advance
-    (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0)
+    (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
+    u8 cache (1: the token cache, from format 8)
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
@@ -46,11 +47,12 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False):
+    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False, cache=True):
         speller = _core.SPELLER_CM if speller is None else speller
         max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
-        Recorder.log.append(("reset", speller, int(bool(match)), int(bool(end_advance)), max_tokens))
-        return super().reset(speller, match, max_tokens, end_advance)
+        Recorder.log.append(("reset", speller, int(bool(match)), int(bool(end_advance)), max_tokens,
+                             int(bool(cache))))
+        return super().reset(speller, match, max_tokens, end_advance, cache)
 
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
@@ -77,7 +79,8 @@ def record(frame):
     if ops[0][0] != "reset":
         v = nlmcodec.get_frame_info(frame).version
         o = _frame.codec_options(v)
-        ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"]))
+        ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"],
+                       int(o["cache"])))
     return (news[0][1], news[0][2], ops), out
 
 
@@ -111,7 +114,7 @@ def main(argv=None):
         body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
         for op in ops:
             if op[0] == "reset":
-                body.append(struct.pack("<BBBBI", 0, op[1], op[2], op[3], op[4]))
+                body.append(struct.pack("<BBBBIB", 0, op[1], op[2], op[3], op[4], op[5]))
             else:
                 _, payload, data = op
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
@@ -130,7 +133,7 @@ def main(argv=None):
                             f"{'='.join(names)} (format {names[0][1]})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
-            (args.outdir / fname).write_bytes(b"NLMVBLK4" + struct.pack("<I", len(rs)) + b"".join(rs))
+            (args.outdir / fname).write_bytes(b"NLMVBLK5" + struct.pack("<I", len(rs)) + b"".join(rs))
     nvec = sum(len(n) for n, _ in unique.values())
     print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
           f"bytes to {args.outdir}")

@@ -6,8 +6,9 @@
  * Not here: the lexer (lexer/), the model arithmetic (model/), the coder (coder/), the speller (speller/),
  * the frame (python/nlmcodec/_frame.py).
  *
- * Per token (FORMAT.md §3): class -> word in class -> [unknown body: cache/speller] -> [case] -> gap
- * [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].
+ * Per token (FORMAT.md §3): [match flag] -> class -> word in class -> [unknown body: cache/speller] -> [case]
+ * -> gap [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].  With the
+ * token cache (format 8) the flag, class and word stages code with the network's frequencies mixed with it.
  *
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
@@ -25,6 +26,7 @@
 #include "nlm.h"
 #include "speller/speller.h" /* Speller, speller_* */
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
+#include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (format 8) */
 
 #define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
 #define MAX_GAP_RUN 65535
@@ -61,6 +63,11 @@ struct NlmCodec {
     int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
+    int cache_on;         /* nlm_codec_set_cache: the token cache of FORMAT.md §3.6 (format 8) */
+    TokCache* cache;
+    uint32_t* cnet;       /* scratch [C]: the network's class frequencies, before the cache's mixing */
+    uint32_t* pnet;       /* scratch, largest class: the network's word frequencies of the predicted class */
+    uint32_t* wnet;       /* scratch, largest class: ... of the coded class */
     NlmLexToken* toks;
     size_t toks_cap;
     int trace_on;         /* nlm_codec_trace */
@@ -162,12 +169,26 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     const uint8_t* pbody = NULL;
     int pblen = 0, pcls = -1, pj = -1, hit = 0;
     const int predicted = c->match_on && tokmatch_predict(c->match, &pw, &pbody, &pblen);
-    uint32_t Fc = quant_freqs(c->freq, lm_class_logits(c->model), c->cfg.C), Fp = 0;
+    /* the token cache (format 8, §3.6): the network's frequencies (cnet, pnet, wnet) mixed into freq, freq2 */
+    const int cache = c->cache_on && c->match_on;
+    uint32_t Fc, Fp = 0, Fcn = 0, Fpn = 0;
+    if (cache) {
+        tokcache_begin(c->cache);
+        Fcn = quant_freqs(c->cnet, lm_class_logits(c->model), c->cfg.C);
+        Fc = tokcache_mix_classes(c->cache, c->cnet, Fcn, c->freq);
+    } else {
+        Fc = quant_freqs(c->freq, lm_class_logits(c->model), c->cfg.C);
+    }
     if (predicted) {
         int pn;
         pcls = lm_class_of(c->model, pw);
         const float* zp = lm_word_logits(c->model, pcls, &pn); /* sets pn */
-        Fp = quant_freqs(c->freq2, zp, pn);
+        if (cache) {
+            Fpn = quant_freqs(c->pnet, zp, pn);
+            Fp = tokcache_mix_words(c->cache, pcls, c->cnet, Fcn, c->pnet, Fpn, c->freq2);
+        } else {
+            Fp = quant_freqs(c->freq2, zp, pn);
+        }
         pj = pw - c->class_start[pcls];
         uint64_t num = (uint64_t)c->freq[pcls] * c->freq2[pj], den = ((uint64_t)Fc * Fp) >> 12;
         uint64_t q = num / (den ? den : 1);
@@ -181,6 +202,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         if (hit) {
             t->w = pw;
             if (pw == 0) memcpy(t->body, pbody, (size_t)pblen), t->blen = pblen;
+            if (cache) tokcache_learn(c->cache, pcls, pj, c->cnet, Fcn, c->pnet[pj], Fpn, &st[NLM_STAT_TC_U1]);
             st[NLM_STAT_MATCH_HITS] += 1;
             st[NLM_STAT_MATCH_NET_COST] += log2((double)Fc * (double)Fp / (double)num);
             if (tr) {
@@ -197,6 +219,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     st[NLM_STAT_TOKENS] += 1;
 
     if (!hit) {
+        uint32_t Gn = 0; /* with the cache: the network's total over the coded class (when not pcls) */
         /* 1. class */
         cls = dec ? 0 : lm_class_of(c->model, t->w);
         double cbits = 0;
@@ -209,13 +232,23 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         if (cls != pcls) {
             f = c->freq;
             const float* zw = lm_word_logits(c->model, cls, &n); /* sets n */
-            F = quant_freqs(c->freq, zw, n);
+            if (cache) {
+                Gn = quant_freqs(c->wnet, zw, n);
+                F = tokcache_mix_words(c->cache, cls, c->cnet, Fcn, c->wnet, Gn, c->freq);
+            } else {
+                F = quant_freqs(c->freq, zw, n);
+            }
         } else {
             n = c->class_start[cls + 1] - c->class_start[cls];
         }
         j = dec ? 0 : t->w - c->class_start[cls];
         if ((r = code_freqs(c, f, n, F, &j, &cbits)) < 0) return r;
         t->w = c->class_start[cls] + j;
+        if (cache) {
+            const uint32_t gj = cls == pcls ? c->pnet[j] : c->wnet[j], G = cls == pcls ? Fpn : Gn;
+            st[NLM_STAT_TC_NET_COST] += log2(((double)Fcn * (double)G) / ((double)c->cnet[cls] * (double)gj));
+            tokcache_learn(c->cache, cls, j, c->cnet, Fcn, gj, G, &st[NLM_STAT_TC_U1]);
+        }
         if (tr) trace_topk(tr, f, n, pc, c->class_start[cls]);
         if (t->w == 0) st[NLM_STAT_UNK_BITS] += cbits;
         else st[NLM_STAT_WORD_BITS] += cbits;
@@ -304,6 +337,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
      * goes on from the state after the last real token (fed <end>, the network expects a new document: a
      * cut that cost 4-6 bytes at most places cost hundreds at some, FORMAT.md §3.2) */
     if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
+    if (cache) tokcache_push(c->cache, t->w, tokmatch_last_id(c->match));
     if (t->w == 1 && !c->end_advance) return NLM_OK;
     lm_advance(c->model, t->w, t->ccase, t->gap, case_coded);
     if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
@@ -410,7 +444,12 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if ((e = speller_set_kind(c->speller, SPELLER_CM)) < 0) goto fail;
     if (!(c->freq2 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->match = tokmatch_new(model->cfg.V))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->cache = tokcache_new(model->cfg.V, model->cfg.C, model->class_start))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->cnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->cfg.C)) ||
+        !(c->pnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass)) ||
+        !(c->wnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
     c->match_on = 1;
+    c->cache_on = 1;
     c->max_tokens = NLM_MAX_BLOCK_TOKENS;
     c->end_advance = 0;
     return c;
@@ -422,7 +461,8 @@ fail:
 
 size_t nlm_codec_memory(const NlmCodec* c) {
     return c ? sizeof *c + lm_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
-                   (size_t)c->shared->maxclass * 4 + tokmatch_memory(c->match)
+                   (size_t)c->shared->maxclass * 12 + (size_t)c->cfg.C * 4 + tokmatch_memory(c->match) +
+                   tokcache_memory(c->cache)
              : 0;
 }
 
@@ -431,6 +471,10 @@ void nlm_codec_free(NlmCodec* c) {
     if (c->model) lm_free(c->model);
     if (c->speller) speller_free(c->speller);
     tokmatch_free(c->match);
+    tokcache_free(c->cache);
+    free(c->cnet);
+    free(c->pnet);
+    free(c->wnet);
     rc_enc_free(&c->rc.enc);
     free(c->freq);
     free(c->freq2);
@@ -445,6 +489,7 @@ int nlm_codec_reset(NlmCodec* c) {
     speller_reset(c->speller);
     gapmix_reset(&c->gapmix);
     tokmatch_reset(c->match);
+    tokcache_reset(c->cache);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
@@ -453,6 +498,12 @@ int nlm_codec_reset(NlmCodec* c) {
 int nlm_codec_set_match(NlmCodec* c, int on) {
     if (!c) return NLM_ERR_STATE;
     c->match_on = on ? 1 : 0;
+    return nlm_codec_reset(c);
+}
+
+int nlm_codec_set_cache(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->cache_on = on ? 1 : 0;
     return nlm_codec_reset(c);
 }
 
@@ -484,6 +535,7 @@ int nlm_codec_save(NlmCodec* c) {
     if ((r = lm_save(c->model)) < 0) return r;
     if ((r = speller_save(c->speller)) < 0) return r;
     if ((r = tokmatch_save(c->match)) < 0) return r;
+    if ((r = tokcache_save(c->cache)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
     c->gapmix_saved = c->gapmix;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
@@ -496,6 +548,7 @@ int nlm_codec_restore(NlmCodec* c) {
     if ((r = lm_restore(c->model)) < 0) return r;
     if ((r = speller_restore(c->speller)) < 0) return r;
     if ((r = tokmatch_restore(c->match)) < 0) return r;
+    if ((r = tokcache_restore(c->cache)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
     c->gapmix = c->gapmix_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);

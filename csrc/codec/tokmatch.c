@@ -207,6 +207,8 @@ static uint32_t ctx_hash(const uint32_t* last, int k) {
 
 int tokmatch_gap(const TokMatch* m) { return m->gaps[m->s.ptr]; }
 
+uint32_t tokmatch_last_id(const TokMatch* m) { return m->s.n ? m->hist[m->s.n] : TM_NO_ID; }
+
 int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap) {
     TmScalars* s = &m->s;
     if (s->n + 1 >= TM_HIST_MAX) return NLM_OK; /* a full history: the model stops (no prediction) */

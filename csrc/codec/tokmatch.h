@@ -42,6 +42,8 @@ void tokmatch_learn_flag(TokMatch* m, int hit);
 int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap);
 /* The gap symbol of the predicted token's earlier occurrence (call only when tokmatch_predict gave 1). */
 int tokmatch_gap(const TokMatch* m);
+/* The id of the token recorded last (the token cache's context id, §3.6); 2^32 - 1 (TM_NO_ID) before the first. */
+uint32_t tokmatch_last_id(const TokMatch* m);
 /* Bytes allocated. */
 size_t tokmatch_memory(const TokMatch* m);
 

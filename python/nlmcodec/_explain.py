@@ -96,8 +96,8 @@ class _TracingCodec:
         self.calls = {}
         self._last = None
 
-    def reset(self, speller=None, match=True):
-        self._c.reset(speller, match)
+    def reset(self, **options):
+        self._c.reset(**options)
 
     def save(self):
         self._c.save()

@@ -38,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 7                     # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # what this build reads
+FORMAT_VERSION = 8                        # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -70,6 +70,7 @@ def match_of(version: int) -> bool:
     return version >= MATCH_FROM
 
 
+CACHE_FROM = 8                # word-model blocks mix the token cache into the class and word stages (§3.6)
 BLOCK_END_FROM = 7            # from this version a word-model block holds at most MAX_MODEL_TOKENS tokens
 MAX_MODEL_TOKENS = 16384      # (END included; nlm.h NLM_MAX_BLOCK_TOKENS; FORMAT.md §3.5), and its <end>
                               # does not advance the network (§3.2 step 6)
@@ -80,7 +81,8 @@ def codec_options(version: int) -> dict:
     version to how its word-model blocks are coded."""
     new = version >= BLOCK_END_FROM
     return {"speller": speller_of(version), "match": match_of(version),
-            "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new}
+            "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new,
+            "cache": version >= CACHE_FROM}
 
 
 TYPE_KIND_MASK = 0x03

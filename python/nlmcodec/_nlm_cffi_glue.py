@@ -92,6 +92,9 @@ class Codec:
     def set_match(self, on):
         return lib.nlm_codec_set_match(self.c, on)
 
+    def set_cache(self, on):
+        return lib.nlm_codec_set_cache(self.c, on)
+
     def set_max_tokens(self, n):
         return lib.nlm_codec_set_max_tokens(self.c, n)
 

@@ -135,6 +135,7 @@ typedef struct {
     uint8_t match;   /* reset: 1 when the format codes the token match flag (6 and later) */
     uint8_t end_advance; /* reset: 1 when a block's <end> advances the network (formats 1-6) */
     uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
+    uint8_t cache;   /* reset: 1 when the format mixes the token cache (8 and later) */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
@@ -149,7 +150,7 @@ static int replay(NlmCodec* c, const char* name, const Op* ops, uint32_t nops) {
             if (op->kind == 0) {
                 if (nlm_codec_set_speller(c, op->speller) < 0 || nlm_codec_set_match(c, op->match) < 0
                     || nlm_codec_set_end_advance(c, op->end_advance) < 0
-                    || nlm_codec_set_max_tokens(c, op->max_tokens) < 0) {
+                    || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0) {
                     fprintf(stderr, "%s: reset failed\n", name);
                     return 1;
                 }
@@ -196,7 +197,7 @@ int main(int argc, char** argv) {
     Rd r = {buf, n, 0, 0};
     const uint8_t* magic = rd_take(&r, 8);
     uint32_t nvec = rd_u32(&r);
-    if (r.bad || memcmp(magic, "NLMVBLK4", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
+    if (r.bad || memcmp(magic, "NLMVBLK5", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
     Slot slots[MAX_SLOTS];
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
             if (ops[k].kind == 0) {
                 ops[k].speller = rd_u8(&r), ops[k].match = rd_u8(&r), ops[k].end_advance = rd_u8(&r);
                 ops[k].max_tokens = rd_u32(&r);
+                ops[k].cache = rd_u8(&r);
             }
             if (ops[k].kind != 1) continue;
             ops[k].size = rd_u32(&r);
