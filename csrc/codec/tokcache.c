@@ -47,7 +47,8 @@ typedef struct {
     int set;            /* tokcache_begin: the weight set */
     uint32_t ws;        /* sum of the present experts' weights */
     uint32_t A[4];      /* their shares in 2^29 parts (0: absent) */
-    uint64_t R[4];      /* [1..3]: the experts' rates per count (A_k * 2^32 / their total; 0: absent) */
+    uint64_t R[4];      /* [1..3]: the experts' rates per count (A_k * 2^32 / their total; 0: absent); [0] unused:
+                         * the network's rate depends on the stage's total (tokcache_mix_*) */
 } TcScalars;
 
 struct TokCache {
@@ -206,7 +207,6 @@ void tokcache_begin(TokCache* t) {
     s->ws = 0;
     for (int k = 0; k < 4; k++) s->ws += present[k] ? W[k] : 0;
     for (int k = 0; k < 4; k++) s->A[k] = present[k] ? (uint32_t)(((uint64_t)W[k] << TC_MIX_BITS) / s->ws) : 0;
-    s->R[0] = 0;
     s->R[1] = s->A[1] ? ((uint64_t)s->A[1] << 32) / s->tot1 : 0;
     for (int k = 0; k < 2; k++) s->R[2 + k] = s->A[2 + k] ? ((uint64_t)s->A[2 + k] << 32) / tot[k] : 0;
 }
