@@ -157,10 +157,11 @@ int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
  * real token) or on (formats 1-6).  Resets the context. */
 int nlm_codec_set_end_advance(NlmCodec* c, int on);
 /* The token cache (codec/FORMAT.md §3.6): the network's class and word distributions mixed with decayed
- * counts of the group's tokens, on (frame format 8, the default of a new context) or off (formats 1-7).
- * It takes its contexts from the token match model, so it is used only while the match flag is on.
- * Resets the context. */
-int nlm_codec_set_cache(NlmCodec* c, int on);
+ * counts of the group's tokens.  level 0: off (formats 1-7); 1: on (format 8); 2: on, and the spelling
+ * cache's symbol mixed with the group's unknown bodies as tokens (the body mixer, §5.1.1: format 9, the
+ * default of a new context).  It takes its contexts from the token match model, so it is used only while
+ * the match flag is on.  Resets the context; a level outside 0..2 is NLM_ERR_STATE. */
+int nlm_codec_set_cache(NlmCodec* c, int level);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
@@ -201,7 +202,8 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_TC_TOKENS 17    /* tokens the cache mixed for (every token while it is on) */
 #define NLM_STAT_TC_NET_COST 18  /* what the network's own class + word distributions (without the cache and
                                   * the match exclusion) would have cost the tokens the class stage coded */
-#define NLM_STAT_COUNT 19
+#define NLM_STAT_BM_CANDIDATES 19 /* cache symbols (hits and escapes) the body mixer's experts named (§5.1.1) */
+#define NLM_STAT_COUNT 20
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----

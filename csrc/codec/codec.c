@@ -27,6 +27,7 @@
 #include "speller/speller.h" /* Speller, speller_* */
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
 #include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (format 8) */
+#include "codec/bodymix.h"  /* BodyMix, bodymix_*: unknown bodies predicted as tokens, the cache pointer (format 9) */
 
 #define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
 #define MAX_GAP_RUN 65535
@@ -63,8 +64,10 @@ struct NlmCodec {
     int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
-    int cache_on;         /* nlm_codec_set_cache: the token cache of FORMAT.md §3.6 (format 8) */
+    int cache_on;         /* nlm_codec_set_cache: 0 off, 1 the token cache of FORMAT.md §3.6 (format 8), 2 that and
+                           * the body mixer of §5.1.1 (format 9) */
     TokCache* cache;
+    BodyMix* bmix;
     uint32_t* cnet;       /* scratch [C]: the network's class frequencies, before the cache's mixing */
     uint32_t* pnet;       /* scratch, largest class: the network's word frequencies of the predicted class */
     uint32_t* wnet;       /* scratch, largest class: ... of the coded class */
@@ -155,6 +158,15 @@ static void trace_topk(NlmTraceRec* tr, const uint32_t* f, int n, double pc, int
     }
 }
 
+/* the spelling cache's symbol coded by the body mixer (speller_code_unknown_with's hook) */
+static int code_cache_symbol(void* ctx, Rc* rc, const Fen* counts, int* sym, double* bits) {
+    NlmCodec* c = (NlmCodec*)ctx;
+    int candidate = 0;
+    const int r = bodymix_code(c->bmix, rc, counts, sym, bits, &candidate);
+    c->stats[NLM_STAT_BM_CANDIDATES] += candidate;
+    return r;
+}
+
 /* tr: the token's trace record (NULL when tracing is off); only written, never read. */
 static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec* tr) {
     const int dec = c->rc.decoding;
@@ -170,7 +182,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     int pblen = 0, pcls = -1, pj = -1, hit = 0;
     const int predicted = c->match_on && tokmatch_predict(c->match, &pw, &pbody, &pblen);
     /* the token cache (format 8, §3.6): the network's frequencies (cnet, pnet, wnet) mixed into freq, freq2 */
-    const int cache = c->cache_on && c->match_on;
+    const int cache = c->cache_on && c->match_on, bodies = cache && c->cache_on >= 2;
+    int bsym = -1, bnew = 0; /* the body mixer: the unknown body's cache symbol (0: new, then bnew its own) */
     uint32_t Fc, Fp = 0, Fcn = 0, Fpn = 0;
     if (cache) {
         tokcache_begin(c->cache);
@@ -264,8 +277,11 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     if (t->w == 0 && !hit) {
         int chit = 0;
         double b2[2] = {0, 0};
-        if ((r = speller_code_unknown(c->speller, &c->rc, t->body, &t->blen, MAX_BODY, &chit, b2)) < 0) return r;
+        if ((r = speller_code_unknown_with(c->speller, &c->rc, t->body, &t->blen, MAX_BODY,
+                                           bodies ? code_cache_symbol : NULL, c, &chit, b2)) < 0)
+            return r;
         if (t->blen < 1 || t->blen > MAX_BODY) return NLM_ERR_CORRUPT;
+        if (bodies) bnew = speller_body_symbol(c->speller, t->body, t->blen), bsym = chit ? bnew : 0;
         st[NLM_STAT_CACHE_HITS] += chit;
         st[NLM_STAT_SPELLED] += !chit;
         st[NLM_STAT_CACHE_BITS] += b2[0];
@@ -282,6 +298,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         if (t->w != 1) speller_see_body(c->speller, t->body, t->blen);
     } else {
         speller_see_body(c->speller, t->body, t->blen); /* an unknown body the match predicted */
+        if (bodies) bsym = speller_body_symbol(c->speller, t->body, t->blen);
     }
 
     /* 4. case: words only; a body with an ASCII capital is verbatim and its case is implied */
@@ -338,6 +355,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
      * cut that cost 4-6 bytes at most places cost hundreds at some, FORMAT.md §3.2) */
     if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
     if (cache) tokcache_push(c->cache, t->w, tokmatch_last_id(c->match));
+    if (bodies) bodymix_push(c->bmix, bsym, bnew, tokmatch_last_id(c->match));
     if (t->w == 1 && !c->end_advance) return NLM_OK;
     lm_advance(c->model, t->w, t->ccase, t->gap, case_coded);
     if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
@@ -445,11 +463,12 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if (!(c->freq2 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->match = tokmatch_new(model->cfg.V))) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->cache = tokcache_new(model->cfg.V, model->cfg.C, model->class_start))) { e = NLM_ERR_NOMEM; goto fail; }
+    if (!(c->bmix = bodymix_new())) { e = NLM_ERR_NOMEM; goto fail; }
     if (!(c->cnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->cfg.C)) ||
         !(c->pnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass)) ||
         !(c->wnet = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)model->maxclass))) { e = NLM_ERR_NOMEM; goto fail; }
     c->match_on = 1;
-    c->cache_on = 1;
+    c->cache_on = 2;
     c->max_tokens = NLM_MAX_BLOCK_TOKENS;
     c->end_advance = 0;
     return c;
@@ -462,7 +481,7 @@ fail:
 size_t nlm_codec_memory(const NlmCodec* c) {
     return c ? sizeof *c + lm_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
                    (size_t)c->shared->maxclass * 12 + (size_t)c->cfg.C * 4 + tokmatch_memory(c->match) +
-                   tokcache_memory(c->cache)
+                   tokcache_memory(c->cache) + bodymix_memory(c->bmix)
              : 0;
 }
 
@@ -472,6 +491,7 @@ void nlm_codec_free(NlmCodec* c) {
     if (c->speller) speller_free(c->speller);
     tokmatch_free(c->match);
     tokcache_free(c->cache);
+    bodymix_free(c->bmix);
     free(c->cnet);
     free(c->pnet);
     free(c->wnet);
@@ -490,6 +510,7 @@ int nlm_codec_reset(NlmCodec* c) {
     gapmix_reset(&c->gapmix);
     tokmatch_reset(c->match);
     tokcache_reset(c->cache);
+    bodymix_reset(c->bmix);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
@@ -503,7 +524,8 @@ int nlm_codec_set_match(NlmCodec* c, int on) {
 
 int nlm_codec_set_cache(NlmCodec* c, int on) {
     if (!c) return NLM_ERR_STATE;
-    c->cache_on = on ? 1 : 0;
+    if (on < 0 || on > 2) return NLM_ERR_STATE;
+    c->cache_on = on;
     return nlm_codec_reset(c);
 }
 
@@ -536,6 +558,7 @@ int nlm_codec_save(NlmCodec* c) {
     if ((r = speller_save(c->speller)) < 0) return r;
     if ((r = tokmatch_save(c->match)) < 0) return r;
     if ((r = tokcache_save(c->cache)) < 0) return r;
+    if ((r = bodymix_save(c->bmix)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
     c->gapmix_saved = c->gapmix;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
@@ -549,6 +572,7 @@ int nlm_codec_restore(NlmCodec* c) {
     if ((r = speller_restore(c->speller)) < 0) return r;
     if ((r = tokmatch_restore(c->match)) < 0) return r;
     if ((r = tokcache_restore(c->cache)) < 0) return r;
+    if ((r = bodymix_restore(c->bmix)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
     c->gapmix = c->gapmix_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);

@@ -724,7 +724,16 @@ static int cm_spell(Speller* s, Rc* rc, uint8_t* b, int* len, int maxlen, double
     return 0;
 }
 
+int speller_body_symbol(const Speller* s, const uint8_t* body, int n) {
+    return n < 1 || n > SPELLER_MAX_BODY ? 0 : cache_lookup(&s->cache, body, n) + 1;
+}
+
 int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits) {
+    return speller_code_unknown_with(s, rc, buf, len, maxlen, NULL, NULL, hit, bits);
+}
+
+int speller_code_unknown_with(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, SpellerSymCoder code_sym,
+                              void* ctx, int* hit, double* bits) {
     if (maxlen < 1 || maxlen > SPELLER_MAX_BODY) return NLM_ERR_STATE;
     if (!rc->decoding && (*len < 1 || *len > maxlen)) return NLM_ERR_STATE;
     Cache* c = &s->cache;
@@ -733,9 +742,10 @@ int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen,
         int i = cache_lookup(c, buf, *len);
         sym = i + 1;
     }
-    int err = rc_code_fen(rc, &c->fw, &sym);
+    int err = code_sym ? code_sym(ctx, rc, &c->fw, &sym, bits) : rc_code_fen(rc, &c->fw, &sym);
     if (err) return err;
-    if (bits) bits[0] += lg(c->fw.total, c->fw.v[sym]);
+    if (sym < 0 || sym >= c->fw.n || !c->fw.v[sym]) return NLM_ERR_CORRUPT;
+    if (bits && !code_sym) bits[0] += lg(c->fw.total, c->fw.v[sym]);
     if (sym > 0) {
         int i = sym - 1;
         if (rc->decoding) {

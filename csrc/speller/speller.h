@@ -48,6 +48,13 @@ void speller_see_body(Speller* s, const uint8_t* body, int n);
  * *hit = 1 for a cache hit.  bits (optional): bits[0] += −log2 p of the cache symbol, bits[1] += −log2 p
  * of the spelling (statistics only).  Returns 0 or a negative NLM_ERR_*. */
 int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits);
+/* The same with the cache's symbol (0 = escape, i + 1 = the i-th cached body) coded by code_sym over the
+ * cache's counts instead of by those counts alone (format 9: codec/bodymix.c); code_sym NULL: as above. */
+typedef int (*SpellerSymCoder)(void* ctx, Rc* rc, const Fen* counts, int* sym, double* bits); /* bits as below */
+int speller_code_unknown_with(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, SpellerSymCoder code_sym,
+                              void* ctx, int* hit, double* bits);
+/* The cache symbol of a body: i + 1 when it is the i-th cached body, 0 when it is not cached. */
+int speller_body_symbol(const Speller* s, const uint8_t* body, int n);
 
 /* Code a literal whitespace run (bytes in ' ' \t \n \r \v \f, 1..maxlen bytes, maxlen <= 65535) with
  * the adaptive order-1 model over the 6 bytes + END.  Encoder reads buf[0..*len); decoder writes buf

@@ -34,7 +34,7 @@ cdef extern from "nlm.h" nogil:
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
     int nlm_codec_set_match(NlmCodec* c, int on)
-    int nlm_codec_set_cache(NlmCodec* c, int on)
+    int nlm_codec_set_cache(NlmCodec* c, int level)
     int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
     int nlm_codec_save(NlmCodec* c)
