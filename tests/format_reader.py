@@ -583,6 +583,92 @@ class TokenCache:
         self.prev2, self.prev1, self.seen = self.prev1, x, min(2, self.seen + 1)
 
 
+class BodyMix:
+    """§5.1.1 (format 9): the spelling cache's symbol from its PPM-C counts mixed with three experts over
+    the group's unknown bodies (followers of the previous token and of the previous two, recency)."""
+    K, BITS, INC, L, RI, RL, RATE, WMIN, WMAX = (16, 8), (14, 15), 2, 30, 4, 100, 5, 655, 1 << 20
+
+    def __init__(self):
+        self.slots = ({}, {})       # slot index -> [check, [[symbol, count], ...]]
+        self.rec = []               # [[symbol, count], ...] in order of entry
+        self.W = [[32768, 13107, 13107, 6554] for _ in range(16)]
+        self.prev1 = self.prev2 = self.seen = 0
+
+    def _hash(self, k):
+        mix = lambda h, x: (lambda h: h ^ (h >> 15))(((h ^ x) * 0x85EBCA77) & 0xFFFFFFFF)
+        return mix(mix(0x2545F491, self.prev1), 0x68E31DA4) if k == 0 else mix(mix(0x9E3779B9, self.prev2), self.prev1)
+
+    def _list(self, k):
+        if self.seen < k + 1:
+            return None
+        h = self._hash(k)
+        sl = self.slots[k].get(h >> (32 - self.BITS[k]))
+        return sl[1] if sl is not None and sl[0] == h and sl[1] else None
+
+    def code(self, rd, v):
+        """Decode the cache symbol over v (v[0] the escape, v[i] the (i-1)-th body's count)."""
+        n, T = len(v), sum(v)
+        lists = [None, self._list(0), self._list(1), self.rec or None]
+        tot = [T] + [sum(c for _, c in l) if l else 0 for l in lists[1:]]
+        W = self.W[4 * min(3, tot[1].bit_length()) + min(3, tot[2].bit_length())]
+        ws = W[0] + sum(W[k] for k in (1, 2, 3) if tot[k])
+        A = [(W[k] << 24) // ws if k == 0 or tot[k] else 0 for k in range(4)]
+        cand = sorted({x for l in lists[1:] if l for x, _ in l if 1 <= x < n})
+        fa = [1 + A[0] * v[0] // T] + [1 + A[0] * v[x] // T for x in cand]
+        for k in (1, 2, 3):
+            for x, c in lists[k] or []:
+                if x < n:
+                    fa[0 if x == 0 else 1 + cand.index(x)] += A[k] * c // tot[k]
+        other = T - v[0] - sum(v[x] for x in cand)
+        a = rd.decode(fa + [1 + A[0] * other // T if other else 0])
+        if a == 0:
+            x = 0
+        elif a <= len(cand):
+            x = cand[a - 1]
+        else:
+            x = rd.decode([0] + [0 if i in cand else v[i] for i in range(1, n)])
+        part = [A[0] * v[x] // T] + [A[k] * sum(c for y, c in lists[k] if y == x) // tot[k] if tot[k] else 0
+                                     for k in (1, 2, 3)]
+        S = sum(part)
+        if S:
+            for k in range(4):
+                if k == 0 or tot[k]:
+                    W[k] = min(self.WMAX, max(self.WMIN, W[k] + ((part[k] * ws // S - W[k]) >> self.RATE)))
+        return x
+
+    def push(self, sym, newsym, x):
+        if sym >= 0:
+            for k in range(2):
+                if self.seen < k + 1:
+                    continue
+                h = self._hash(k)
+                i = h >> (32 - self.BITS[k])
+                sl = self.slots[k].get(i)
+                if sl is None or not sl[1] or sl[0] != h:
+                    sl = self.slots[k][i] = [h, []]
+                e = next((e for e in sl[1] if e[0] == sym), None)
+                if e is None:
+                    if len(sl[1]) < self.K[k]:
+                        e = [sym, 0]
+                        sl[1].append(e)
+                    else:
+                        e = min(sl[1], key=lambda e: e[1])     # the first of the smallest count
+                        e[0], e[1] = sym, 0
+                e[1] += self.INC
+                if sum(c for _, c in sl[1]) > self.L:
+                    for e in sl[1]:
+                        e[1] = (e[1] + 1) >> 1
+            for y in ([sym, newsym] if sym == 0 else [sym]):
+                e = next((e for e in self.rec if e[0] == y), None)
+                if e is None:
+                    e = [y, 0]
+                    self.rec.append(e)
+                e[1] += self.RI
+            if sum(c for _, c in self.rec) > self.RL:
+                self.rec = [[y, c >> 1] for y, c in self.rec if c >> 1]
+        self.prev2, self.prev1, self.seen = self.prev1, x, min(2, self.seen + 1)
+
+
 # ---- §5 speller, cache, literal gaps ----
 
 class Speller:
@@ -682,9 +768,15 @@ class Speller:
                 return x
         return rd.decode([0 if y in excl else 1 for y in range(257)])
 
-    def unknown(self, rd, maxlen=32):
+    def symbol_of(self, body):
+        """The cache symbol of a body (§5.1.1): i + 1 for the i-th cached body, 0 if it is not cached."""
+        return self.cache.index(body) + 1 if body in self.cache else 0
+
+    def unknown(self, rd, maxlen=32, mix=None):
+        """mix: a BodyMix (format 9) codes the cache symbol."""
         u = len(self.cache)
-        i = rd.decode([max(u, 1)] + self.counts)
+        i = mix.code(rd, [max(u, 1)] + self.counts) if mix is not None else rd.decode([max(u, 1)] + self.counts)
+        self.last_hit = i > 0
         if i:
             self.counts[i - 1] += 1
             if max(u, 1) + sum(self.counts) > 1 << 28:
@@ -805,6 +897,7 @@ class Reader:
         self.gapmix = GapMix()
         self.match = TokenMatch(self.V) if self.version >= 6 else None
         self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
+        self.bmix = BodyMix() if self.version >= 9 else None
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -952,11 +1045,16 @@ class Reader:
                     w = a + rd.decode(g)
             if tc is not None:
                 tc.learn(c, w, fnet, gw[w - self.cs[c]], sum(gw))
+            bsym = bnew = -1
             if hit and w == 0:
                 body = pbody
                 self.speller.see_body(body)
+                bsym = self.speller.symbol_of(body)
             else:
-                body = b"" if w == 1 else self.speller.unknown(rd) if w == 0 else self.vocab[w]
+                body = b"" if w == 1 else self.speller.unknown(rd, mix=self.bmix) if w == 0 else self.vocab[w]
+                if w == 0:
+                    bnew = self.speller.symbol_of(body)
+                    bsym = bnew if self.speller.last_hit else 0
                 if w >= 2:
                     self.speller.see_body(body)
             kind = 0 if w == 1 else first_kind(body)
@@ -977,6 +1075,8 @@ class Reader:
                 self.match.push(w, body, gap)
             if tc is not None:
                 tc.push(w, self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID)
+            if self.bmix is not None:
+                self.bmix.push(bsym, bnew, self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID)
             out += gap_bytes + recase(body, case)
             if len(out) > size:
                 raise Corrupt("block too long")
@@ -1011,7 +1111,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 8
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 9
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

@@ -11,7 +11,7 @@ Output (all integers little-endian): DIR/blocks.bin and the model files it names
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
     NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag, from format 6), u8 end_advance
     (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
-    u8 cache (1: the token cache, from format 8)
+    u8 cache (the level: 1 the token cache, from format 8; 2 and the body mixer, from format 9)
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
@@ -47,11 +47,11 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False, cache=True):
+    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False, cache=2):
         speller = _core.SPELLER_CM if speller is None else speller
         max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
         Recorder.log.append(("reset", speller, int(bool(match)), int(bool(end_advance)), max_tokens,
-                             int(bool(cache))))
+                             int(cache)))
         return super().reset(speller, match, max_tokens, end_advance, cache)
 
     def decode_block(self, payload, size):

@@ -135,7 +135,7 @@ typedef struct {
     uint8_t match;   /* reset: 1 when the format codes the token match flag (6 and later) */
     uint8_t end_advance; /* reset: 1 when a block's <end> advances the network (formats 1-6) */
     uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
-    uint8_t cache;   /* reset: 1 when the format mixes the token cache (8 and later) */
+    uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
