@@ -1,14 +1,17 @@
 """What the token cache costs in speed (issue 10: at most 10% on book1 and news, both modes, in the same run
-as xz -9e), measured inside one build: the same word model codes each file as format 7 (the cache off) and
-as format 8 (codec/FORMAT.md §3.6), everything else (tokens, match flag, speller, blocks) the same.
+as xz -9e), measured inside one build: the same word model codes each file as two formats, by default
+format 7 (no cache) and format 9 (the token cache of codec/FORMAT.md §3.6 and the body mixer of §5.1.1;
+--versions 7,8 measures the token cache alone, 8,9 the body mixer alone), everything else (tokens, match
+flag, speller, blocks) the same.
 
-    python benchmarks/cache_speed.py [--files book1,news] [--modes static,dynamic] [--runs 5] [--out FILE]
+    python benchmarks/cache_speed.py [--files book1,news] [--modes static,dynamic] [--runs 5] [--versions 7,9]
+                                     [--out FILE]
 
 Per file and mode: the word-model payloads of the encoder's blocks (each file one group, the codec's state
 carried from block to block as in a frame), encoded and then decoded each way; CPU time
 (time.process_time), median of --runs, the two formats and xz -9e alternating run by run in one interpreter
 (the model loaded once), so all three see the same machine load.  Every decode is checked against the
-input.  The report gives KB/s each way, the change (format 8 / format 7 - 1), each as a ratio to xz -9e's
+input.  The report gives KB/s each way, the change (the later format / the earlier - 1), each as a ratio to xz -9e's
 compression speed in the same runs, and the payload sizes.
 """
 from __future__ import annotations
@@ -60,38 +63,41 @@ def main(argv=None):
     ap.add_argument("--modes", default="static,dynamic")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--model", default="default")
+    ap.add_argument("--versions", default="7,9", help="the two formats, earlier first (default 7,9)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "cache_speed.md"))
     a = ap.parse_args(argv)
+    v0, v1 = (int(x) for x in a.versions.split(","))
     import nlmcodec
 
     bench = load_bench()
     files = [(n, bench.read_file(n)[1]) for n in bench.expand_files(a.files.split(","))]
     model = nlmcodec.load_model(a.model)
+    what = {7: "no cache", 8: "the token cache, FORMAT.md §3.6", 9: "the token cache and the body mixer, §5.1.1"}
     out = ["# The token cache's speed cost (issue 10)", "",
-           f"`python benchmarks/cache_speed.py --files {a.files} --modes {a.modes} --runs {a.runs}`: the word "
-           f"model's payloads as format 7 (no cache) and format 8 (the token cache, FORMAT.md §3.6), one build, "
-           f"model `{a.model}`; CPU time, median of {a.runs}, the formats and xz -9e alternating run by run. "
-           "change = format 8 / format 7 - 1; in brackets each speed as a ratio to xz -9e's compression speed "
-           "in the same runs.", "",
-           "| file | bytes | mode | xz -9e KB/s | compress KB/s v7 → v8 | change | decompress KB/s v7 → v8 | "
-           "change | payload bytes v7 → v8 |",
+           f"`python benchmarks/cache_speed.py --files {a.files} --modes {a.modes} --runs {a.runs} --versions "
+           f"{v0},{v1}`: the word model's payloads as format {v0} ({what.get(v0, '')}) and format {v1} "
+           f"({what.get(v1, '')}), one build, model `{a.model}`; CPU time, median of {a.runs}, the formats and "
+           f"xz -9e alternating run by run. change = format {v1} / format {v0} - 1; in brackets each speed as a "
+           "ratio to xz -9e's compression speed in the same runs.", "",
+           f"| file | bytes | mode | xz -9e KB/s | compress KB/s v{v0} → v{v1} | change | decompress KB/s v{v0} → "
+           f"v{v1} | change | payload bytes v{v0} → v{v1} |",
            "|---|---:|---|---:|---|---:|---|---:|---|"]
     for mode in [m for m in a.modes.split(",") if m]:
         adapt = mode == "dynamic"
         for name, text in files:
-            runs = {7: [], 8: []}
+            runs = {v0: [], v1: []}
             xz = []
             for _ in range(a.runs):
-                for v in (7, 8):
+                for v in (v0, v1):
                     runs[v].append(code_once(model, text, adapt, v))
                 xz.append(xz_once(text))
             n = len(text)
             kx = n / statistics.median(xz) / 1e3
             r = {}
-            for v in (7, 8):
+            for v in (v0, v1):
                 r[v] = (n / statistics.median(t[1] for t in runs[v]) / 1e3,
                         n / statistics.median(t[2] for t in runs[v]) / 1e3, runs[v][0][0])
-            (e7, d7, p7), (e8, d8, p8) = r[7], r[8]
+            (e7, d7, p7), (e8, d8, p8) = r[v0], r[v1]
             out.append(f"| {Path(name).name} | {n:,} | {mode} | {kx:,.0f} | {e7:.1f} ({e7 / kx:.3f}) → {e8:.1f} "
                        f"({e8 / kx:.3f}) | {e8 / e7 - 1:+.1%} | {d7:.1f} ({d7 / kx:.3f}) → {d8:.1f} ({d8 / kx:.3f}) | "
                        f"{d8 / d7 - 1:+.1%} | {p7:,} → {p8:,} |")
