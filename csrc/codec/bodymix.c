@@ -18,6 +18,7 @@
  */
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/bodymix.h"
+#include "codec/ctxhash.h" /* mix32 */
 
 #include <math.h> /* log2: the statistics only */
 #include <stdlib.h>
@@ -63,12 +64,6 @@ struct BodyMix {
     BmOrder o[2], o_saved[2];
     int saved;
 };
-
-static uint32_t mix32(uint32_t h, uint32_t x) {
-    h ^= x;
-    h *= 0x85EBCA77u;
-    return h ^ (h >> 15);
-}
 
 /* k = 0: the previous token; k = 1: the previous two */
 static uint32_t ctx_hash(const BmScalars* s, int k) {

@@ -15,6 +15,7 @@
  */
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokcache.h"
+#include "codec/ctxhash.h" /* mix32 */
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,6 @@ struct TokCache {
 
 static const int TC_K[2] = {32, 16};
 static const int TC_BITS[2] = {15, 16};
-
-static uint32_t mix32(uint32_t h, uint32_t x) {
-    h ^= x;
-    h *= 0x85EBCA77u;
-    return h ^ (h >> 15);
-}
 
 static int order_alloc(TcOrder* o, int K, int bits) {
     size_t S = (size_t)1 << bits;

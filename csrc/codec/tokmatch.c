@@ -13,6 +13,7 @@
  */
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokmatch.h"
+#include "codec/ctxhash.h" /* mix32 */
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,12 +57,6 @@ struct TokMatch {
     uint16_t apm_saved[TM_ROWS][TM_KNOTS];
     int saved;
 };
-
-static uint32_t mix32(uint32_t h, uint32_t x) {
-    h ^= x;
-    h *= 0x85EBCA77u;
-    return h ^ (h >> 15);
-}
 
 static uint32_t body_hash(const uint8_t* b, int n) {
     uint32_t h = 0x811C9DC5u;
