@@ -162,6 +162,14 @@ int nlm_codec_set_end_advance(NlmCodec* c, int on);
  * default of a new context).  It takes its contexts from the token match model, so it is used only while
  * the match flag is on.  Resets the context; a level outside 0..2 is NLM_ERR_STATE. */
 int nlm_codec_set_cache(NlmCodec* c, int level);
+/* The adaptation schedule of a dynamic context (issue 11's cheaper adaptation, measured by
+ * benchmarks/adapt_subsets.py; no frame records it, so only (1, 0), the default and the format, makes
+ * frames that decode): every deep_every-th segment adapts everything (FORMAT.md §6), the others only the
+ * heads, and with shallow_emb also the embeddings by a one-step gradient (lm.h lm_set_schedule); 0: never
+ * deep; skip_permille p > 0 skips the update of a segment whose tokens' geometric-mean probability is at
+ * least p/1000.  Resets the context.  NLM_ERR_STATE for a static context or a value outside 0..1024 / 0..1
+ * / {0, 63..1000}. */
+int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
@@ -203,7 +211,9 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_TC_NET_COST 18  /* what the network's own class + word distributions (without the cache and
                                   * the match exclusion) would have cost the tokens the class stage coded */
 #define NLM_STAT_BM_CANDIDATES 19 /* cache symbols (hits and escapes) the body mixer's experts named (§5.1.1) */
-#define NLM_STAT_COUNT 20
+#define NLM_STAT_SEGMENTS 20      /* dynamic: segments closed (learned from or skipped) */
+#define NLM_STAT_SKIPPED 21       /* ... of which an adaptation schedule's skip_permille skipped */
+#define NLM_STAT_COUNT 22
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----

@@ -168,6 +168,8 @@ static int code_cache_symbol(void* ctx, Rc* rc, const Fen* counts, int* sym, dou
 }
 
 /* tr: the token's trace record (NULL when tracing is off); only written, never read. */
+static void end_segment(NlmCodec* c);
+
 static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec* tr) {
     const int dec = c->rc.decoding;
     double* st = c->stats;
@@ -358,18 +360,21 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     if (bodies) bodymix_push(c->bmix, bsym, bnew, tokmatch_last_id(c->match));
     if (t->w == 1 && !c->end_advance) return NLM_OK;
     lm_advance(c->model, t->w, t->ccase, t->gap, case_coded);
-    if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) {
-        lm_end_segment(c->model);
-        c->seg_fill = 0;
-    }
+    if (c->adapt && ++c->seg_fill >= c->cfg.seg_len) end_segment(c);
     return NLM_OK;
 }
 
+/* Close the dynamic segment (lm_end_segment) and count it. */
+static void end_segment(NlmCodec* c) {
+    uint32_t skipped = lm_skipped(c->model);
+    lm_end_segment(c->model);
+    c->stats[NLM_STAT_SEGMENTS] += 1.0;
+    c->stats[NLM_STAT_SKIPPED] += (double)(lm_skipped(c->model) - skipped);
+    c->seg_fill = 0;
+}
+
 static void end_block(NlmCodec* c) {
-    if (c->adapt && c->seg_fill > 0) {
-        lm_end_segment(c->model);
-        c->seg_fill = 0;
-    }
+    if (c->adapt && c->seg_fill > 0) end_segment(c);
 }
 
 /* ---- entry points ---- */
@@ -527,6 +532,12 @@ int nlm_codec_set_cache(NlmCodec* c, int on) {
     if (on < 0 || on > 2) return NLM_ERR_STATE;
     c->cache_on = on;
     return nlm_codec_reset(c);
+}
+
+int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille) {
+    if (!c || !c->adapt) return NLM_ERR_STATE;
+    int r = lm_set_schedule(c->model, deep_every, shallow_emb, skip_permille);
+    return r ? r : nlm_codec_reset(c);
 }
 
 int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n) {

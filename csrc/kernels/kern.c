@@ -920,7 +920,7 @@ void kern_add3(float* y, const float* a, const float* b, const float* c, int n) 
 void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target) {
     kern_softmax_xent(p, z, n, target);
     kern_add(gb, gb, p, n);
-    kern_matvec_t_acc(dh, W, p, n, H);
+    if (dh) kern_matvec_t_acc(dh, W, p, n, H);
 }
 
 void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {

@@ -144,7 +144,7 @@ void kern_softmax_xent(float* p, const float* z, int n, int target);
 void kern_softmax_e(float* p, const float* e, int n, int target);
 
 /* One output head of the backward, fused: kern_softmax_xent(p, z, n, target); gb[j] = gb[j] + p[j] (j < n);
- * dh += W[n][H]ᵀ · p (kern_matvec_t_acc, rows ascending).  The same bits as those three steps in that order
+ * dh += W[n][H]ᵀ · p (kern_matvec_t_acc, rows ascending; skipped when dh is NULL).  The same bits as those three steps in that order
  * (lm.c's class, word, case and gap heads).  p must not alias z, W, dh or gb. */
 void kern_head_backward(float* dh, float* gb, float* p, const float* z, const float* W, int n, int H, int target);
 

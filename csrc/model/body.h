@@ -17,7 +17,8 @@
  *     bwd_finish(b, G, n, S_prev_list, x_prev_list)    the weight gradients (sums over the segment)
  * dS (S_floats) is the loss gradient with respect to S_t (the heads' contribution already added); the body
  * writes the gradient with respect to x_{t-1} into dx (D) and with respect to S_{t-1} into dS_prev
- * (S_floats).  Tensors: P[k] the k-th body tensor as the forward reads it (the stream's working copy or
+ * (S_floats); dS_prev NULL (a shallow segment's one-step backward, lm.h lm_set_schedule) asks for dx only.
+ * Tensors: P[k] the k-th body tensor as the forward reads it (the stream's working copy or
  * θ0), G[k] its gradient.  The bits of every result are part of the format: a body's arithmetic is fixed
  * operation by operation (kernels with the canonical order, csrc/kernels/kern.h).
  */

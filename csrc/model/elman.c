@@ -69,6 +69,7 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
     kern_add(G[BH], G[BH], da, H);
     memset(dx, 0, (size_t)D * 4);
     kern_matvec_t_acc(dx, P[WX], da, H, D);
+    if (!dh_prev) return; /* a one-step backward (lm_set_schedule) wants dx only */
     memset(dh_prev, 0, (size_t)H * 4);
     kern_matvec_t_acc(dh_prev, P[WH], da, H, H);
 }

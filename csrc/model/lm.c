@@ -83,6 +83,10 @@ struct LmWeights {
 struct Lm {
     const LmWeights* w;
     int V, D, H, C, SF, adapt, seg_cap, maxcs, capO;
+    int deep_every, shallow_emb; /* the adaptation schedule (lm_set_schedule); 1, 0 = every part every segment */
+    float skip_p;                /* skip the update of a segment whose tokens' mean probability is >= this (0: never) */
+    uint32_t skipped;            /* segments skipped since the reset (statistics) */
+    int deep;                    /* the segment being closed adapts everything (else the heads, maybe E) */
     LmBody body; /* the body's scratch (lm_free must not read w: it may be freed first) */
 
     float* S;    /* (SF) the body's state; h = S[0..H) */
@@ -370,6 +374,7 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
+    m->deep_every = 1, m->shallow_emb = 0, m->deep = 1;
     m->w = w;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
@@ -535,6 +540,7 @@ void lm_reset(Lm* m) {
         memset(m->lastB, 0, (size_t)m->V * 4);
     }
     m->seg_no = 0;
+    m->skipped = 0;
     m->T = 0;
     m->ku = m->kv = 1;
     memset(m->S, 0, (size_t)m->SF * 4);
@@ -863,6 +869,7 @@ static void backward(Lm* m) {
         m->epoch = 1;
     }
     m->nE = m->nO = m->nB = m->nC = 0;
+    const int deep = m->deep, adapt_e = deep || m->shallow_emb;
     /* touch pass: build the row lists, zero their compact gradient rows, and materialise the rows (copy θ0
      * into p the first time the stream touches them) so that everything below reads and updates p */
     for (int t = 0; t < T; t++) {
@@ -877,7 +884,7 @@ static void backward(Lm* m) {
             memset(m->gBg + (size_t)m->slB[w] * 8, 0, 32);
             mat_b(m, w);
         }
-        if (t < T - 1 && touch(m->stE, m->slE, m->lsE, &m->nE, m->epoch, w)) {
+        if (t < T - 1 && adapt_e && touch(m->stE, m->slE, m->lsE, &m->nE, m->epoch, w)) {
             memset(m->gE + (size_t)m->slE[w] * D, 0, (size_t)D * 4);
             mat_e(m, w);
         }
@@ -900,31 +907,37 @@ static void backward(Lm* m) {
         int i = T - 1 - t;
         const int32_t* si = m->segi + (size_t)t * 5;
         int w = si[0], c = si[1], k = si[2], g = si[3], cc = si[4];
-        memcpy(m->dS, m->dSn, (size_t)SF * 4);
+        /* a shallow segment does not chain the state's gradient: dS is token t's own (one-step) */
+        if (deep)
+            memcpy(m->dS, m->dSn, (size_t)SF * 4);
+        else
+            memset(m->dS, 0, (size_t)SF * 4);
+        float* dhh = adapt_e ? dh : NULL; /* heads-only: no gradient into h at all */
         /* class head */
         float* pz = m->bzc + (size_t)i * C;
-        kern_head_backward(dh, gbc, pz, m->szc + (size_t)t * C, Wc, C, H, c);
+        kern_head_backward(dhh, gbc, pz, m->szc + (size_t)t * C, Wc, C, H, c);
         /* word head, rows a..b */
         int a = cs[c], n = cs[c + 1] - a;
         pz = m->bzw + (size_t)i * m->maxcs;
         /* the class's rows have consecutive gradient slots */
-        kern_head_backward(dh, m->gbo + m->slO[a], pz, m->szw + (size_t)t * m->maxcs, Wo + (size_t)a * H, n, H, w - a);
+        kern_head_backward(dhh, m->gbo + m->slO[a], pz, m->szw + (size_t)t * m->maxcs, Wo + (size_t)a * H, n, H,
+                           w - a);
         /* case head over symbols 0..2 */
         int sb = m->slB[w];
         if (cc) {
             pz = m->bzk + (size_t)i * 4;
-            kern_head_backward(dh, m->gBc + (size_t)sb * 4, pz, m->szk + (size_t)t * 4, Uc, 3, H, k);
+            kern_head_backward(dhh, m->gBc + (size_t)sb * 4, pz, m->szk + (size_t)t * 4, Uc, 3, H, k);
         }
         /* gap head */
         pz = m->bzg + (size_t)i * 8;
-        kern_head_backward(dh, m->gBg + (size_t)sb * 8, pz, m->szg + (size_t)t * 8, Ug, 8, H, g);
-        if (t == 0) break;
+        kern_head_backward(dhh, m->gBg + (size_t)sb * 8, pz, m->szg + (size_t)t * 8, Ug, 8, H, g);
+        if (t == 0 || !adapt_e) continue;
         /* the body's transition that produced S_t from token t-1 */
         const int32_t* sp = m->segi + (size_t)(t - 1) * 5;
         float* x = m->bx + (size_t)i * D;
         input_vec(m, x, sp[0], sp[2], sp[3]);
         body->bwd_token(&m->body, P, G, i, m->sS + (size_t)t * SF, m->sS + (size_t)(t - 1) * SF, x, m->dS, m->dx,
-                        m->dSn);
+                        deep ? m->dSn : NULL);
         input_backward(m, m->dx, sp[0], sp[2], sp[3]);
     }
     /* weight gradients: sums of outer products over the tokens, i ascending (t descending) */
@@ -939,8 +952,10 @@ static void backward(Lm* m) {
             pd[nk] = m->bzk + (size_t)i * 4, px[nk++] = m->sS + (size_t)(T - 1 - i) * SF;
     kern_outer_acc_seq(gUc, pd, px, nk, 3, H, 1);
     /* the body's: S_prev[i] and x_prev[i] of token T-2-i */
-    for (int i = 0; i + 1 < T; i++) pd[i] = m->sS + (size_t)(T - 2 - i) * SF, px[i] = m->bx + (size_t)i * D;
-    body->bwd_finish(&m->body, G, T - 1, pd, px);
+    if (deep) {
+        for (int i = 0; i + 1 < T; i++) pd[i] = m->sS + (size_t)(T - 2 - i) * SF, px[i] = m->bx + (size_t)i * D;
+        body->bwd_finish(&m->body, G, T - 1, pd, px);
+    }
     /* Wo rows, one class at a time (its rows have consecutive gradient slots) */
     for (int i = 0; i < T; i++) {
         int c = m->segi[(size_t)(T - 1 - i) * 5 + 1];
@@ -974,8 +989,11 @@ static void update(Lm* m) {
     size_t H = (size_t)m->H, D = (size_t)m->D;
     float* p = m->p;
     int tWo = W->hd[LM_WO], tbo = W->hd[LM_BO], tBc = W->hd[LM_BCASE], tBg = W->hd[LM_BGAP];
+    const int nb = W->nb, adapt_e = m->deep || m->shallow_emb;
     for (int i = 0; i < W->ndt; i++) {
         int t = W->dense_t[i];
+        if (!m->deep && t >= LM_BODY && t < LM_BODY + nb) continue; /* the body: deep segments only */
+        if (!adapt_e && (t == LM_ECASE || t == LM_EGAP)) continue;
         kern_sgd_decay(p + W->off[t], W->dense + W->doff[t], m->gd + W->doff[t], W->step[t], W->decay, W->lim,
                        (int)(W->off[t + 1] - W->off[t]));
     }
@@ -1005,8 +1023,32 @@ static void update(Lm* m) {
     }
 }
 
+/* Whether the segment's tokens were easy: the geometric mean of p(class)·p(word) over them is at least
+ * skip_p, tested as Π (p_t / skip_p) >= 1 (float, t ascending; T <= seg_len keeps it finite for skip_p >=
+ * 1/16).  The probabilities are the backward's softmax (kern_softmax_xent, target entry + 1). */
+static int segment_easy(Lm* m) {
+    const int32_t* cs = m->w->cs;
+    float prod = 1.0f;
+    for (int t = 0; t < m->T; t++) {
+        const int32_t* si = m->segi + (size_t)t * 5;
+        int w = si[0], c = si[1], a = cs[c], n = cs[c + 1] - a;
+        kern_softmax_xent(m->bzc, m->szc + (size_t)t * m->C, m->C, c);
+        kern_softmax_xent(m->bzw, m->szw + (size_t)t * m->maxcs, n, w - a);
+        float pc = m->bzc[c] + 1.0f, pw = m->bzw[w - a] + 1.0f;
+        prod = prod * ((pc * pw) / m->skip_p);
+    }
+    return prod >= 1.0f;
+}
+
 static int end_segment(Lm* m) {
+    if (m->adapt && m->T > 0 && m->skip_p > 0.0f && segment_easy(m)) {
+        m->skipped++;
+        m->T = 0; /* no backward, no update: the segment does not count (seg_no unchanged) */
+        return NLM_OK;
+    }
     if (m->adapt && m->T > 0) {
+        /* segment seg_no + 1 is deep when the schedule says so (every deep_every-th; never for 0) */
+        m->deep = m->deep_every == 1 || (m->deep_every > 1 && (m->seg_no + 1) % (uint32_t)m->deep_every == 0);
         backward(m);
         m->seg_no++;
         update(m);
@@ -1015,6 +1057,17 @@ static int end_segment(Lm* m) {
     m->T = 0;
     return NLM_OK;
 }
+
+int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille) {
+    if (!m->adapt || deep_every < 0 || deep_every > 1024 || (shallow_emb != 0 && shallow_emb != 1) ||
+        skip_permille < 0 || skip_permille > 1000 || (skip_permille > 0 && skip_permille < 63))
+        return NLM_ERR_STATE;
+    m->deep_every = deep_every, m->shallow_emb = shallow_emb;
+    m->skip_p = (float)skip_permille / 1000.0f;
+    return NLM_OK;
+}
+
+uint32_t lm_skipped(const Lm* m) { return m->skipped; }
 
 int lm_end_segment(Lm* m) {
     NlmFpEnv fe;

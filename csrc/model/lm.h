@@ -112,6 +112,16 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded);
  * segment is a constant, the last token's transition gets no gradient), then one update step (§6);
  * nothing happens for an empty segment.  Static: just forgets the segment.  Returns 0. */
 int lm_end_segment(Lm* m);
+/* Which parts a dynamic stream adapts (issue 11's cheaper adaptation; measured, not a frame option): segment
+ * n (1, 2, ...) is deep when deep_every is 1, or n is a multiple of deep_every > 1; never when it is 0.  A
+ * deep segment is the update above.  Any other one updates the heads only (Wc, bc, Wo, bo, Uc, Bcase, Ug,
+ * Bgap; no gradient into h, no BPTT) and, with shallow_emb, also E, Ecase and Egap by one step of the
+ * body's backward from each token's own head gradient (not chained through the state).  skip_permille
+ * p > 0: a segment whose tokens' geometric-mean p(class)·p(word) is at least p/1000 is not learned from at
+ * all (no backward, no update, not counted by seg_no).  The default, 1, 0, 0, is the format.
+ * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
+int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
+uint32_t lm_skipped(const Lm* m); /* segments skip_permille skipped since the reset */
 
 /* ---- debugging / tests ---- */
 /* Dense gradient of the last segment (lm_param_count floats; zero outside the rows it touched) into out. */

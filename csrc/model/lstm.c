@@ -94,14 +94,14 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
     kern_tanh_vec(tc, c_t, H);
     const float *gi = GATE(b), *gf = gi + H, *gg = gi + 2 * H, *go = gi + 3 * H;
     float* da = b->da + (size_t)i * H4;
-    float* dc_prev = dS_prev + H;
+    float* dc_prev = dS_prev ? dS_prev + H : NULL; /* NULL: a one-step backward (dx only) */
     for (int j = 0; j < H; j++) {
         float tau = tc[j];
         float d_o = dh[j] * tau;
         float u = 1.0f - tau * tau;
         float dct = dc[j] + (dh[j] * go[j]) * u;
         float di = dct * gg[j], dg = dct * gi[j], df = dct * c_prev[j];
-        dc_prev[j] = dct * gf[j];
+        if (dc_prev) dc_prev[j] = dct * gf[j];
         da[j] = di * (gi[j] * (1.0f - gi[j]));
         da[H + j] = df * (gf[j] * (1.0f - gf[j]));
         da[2 * H + j] = dg * (1.0f - gg[j] * gg[j]);
@@ -110,6 +110,7 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
     kern_add(G[B], G[B], da, H4);
     memset(dx, 0, (size_t)D * 4);
     kern_matvec_t_acc(dx, P[WX], da, H4, D);
+    if (!dS_prev) return;
     memset(dS_prev, 0, (size_t)H * 4);
     kern_matvec_t_acc(dS_prev, P[WH], da, H4, H);
 }

@@ -72,6 +72,7 @@ static void bwd_token(LmBody* b, const float* const* P, float* const* G, int i, 
     memset(dx, 0, (size_t)D * 4);
     kern_matvec_t_acc(dx, P[WX], da, H, D);
     kern_add(dx, dx, du, D);
+    if (!dS_prev) return; /* a one-step backward (lm_set_schedule) wants dx only */
     float *dh_prev = dS_prev, *du_prev = dS_prev + H;
     memset(dh_prev, 0, (size_t)H * 4);
     memset(du_prev, 0, (size_t)nu * 4);

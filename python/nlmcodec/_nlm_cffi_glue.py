@@ -95,6 +95,9 @@ class Codec:
     def set_cache(self, on):
         return lib.nlm_codec_set_cache(self.c, on)
 
+    def set_schedule(self, deep_every, shallow_emb, skip_permille):
+        return lib.nlm_codec_set_schedule(self.c, deep_every, shallow_emb, skip_permille)
+
     def set_max_tokens(self, n):
         return lib.nlm_codec_set_max_tokens(self.c, n)
 
