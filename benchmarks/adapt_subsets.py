@@ -1,6 +1,7 @@
 """Cheaper adaptation on dev (issue 11 item 3): the ratio and the speed of adapting subsets of the model.
 
     python benchmarks/adapt_subsets.py [--per-source 300000] [--runs 3] [--out benchmarks/adapt_subsets.md]
+    python benchmarks/adapt_subsets.py --english [--rows 1,6,7] [--out benchmarks/adapt_subsets_english.md]
 
 Dynamic evaluation (codec/FORMAT.md §6) updates every part of the model after every segment: the heads
 (Wc, bc, Wo, bo and the case and gap heads), the embeddings (E, Ecase, Egap) and the body (Wx, Wh, bh), by
@@ -45,15 +46,57 @@ SCHEDULES = [
 ]
 
 
+def english(model, rows, out):
+    """--english: the 14 English benchmark files, each one group of the encoder's word-model blocks, with the
+    schedules numbered `rows` (indices into SCHEDULES; the first must be today's): bytes and the change per
+    file (the issue's "at most +0.5% per file"), one run each (CPU seconds as a rough speed)."""
+    import lzma
+
+    from nlmcodec._bench import ENGLISH, resolve_file
+
+    chosen = [SCHEDULES[i] for i in rows]
+    lines = [f"Model `{model.name}`, the 14 English benchmark files (reported on, never tuned on), each one group.  "
+             f"Command: `python benchmarks/adapt_subsets.py --english --rows {','.join(map(str, rows))}`.  "
+             "Word-model payload bytes; in brackets the change against the first row.", "",
+             "| file | bytes | " + " | ".join(label for label, _, _ in chosen) + " |",
+             "|---|---|" + "---|" * len(chosen)]
+    tot, secs = [0] * len(chosen), [0.0] * len(chosen)
+    n_all = 0
+    for name in ENGLISH:
+        path = resolve_file(name)
+        data = open(path, "rb").read()
+        if path.endswith(".xz"):
+            data = lzma.decompress(data)
+        n_all += len(data)
+        cells, first = [], None
+        for k, (label, adapt, sched) in enumerate(chosen):
+            sizes, _, t = code_group(model, data, adapt, **({"schedule": sched} if adapt else {}))
+            b = sum(sizes)
+            tot[k] += b
+            secs[k] += t
+            first = b if first is None else first
+            cells.append(f"{b:,}" if k == 0 else f"{b:,} ({100 * (b - first) / first:+.2f}%)")
+        lines.append(f"| {name} | {len(data):,} | " + " | ".join(cells) + " |")
+    lines.append(f"| all | {n_all:,} | " + " | ".join(
+        f"{b:,} ({8 * b / n_all:.4f} bits/byte" + ("" if k == 0 else f", {100 * (b - tot[0]) / tot[0]:+.2f}%") + ")"
+        for k, b in enumerate(tot)) + " |")
+    lines.append(f"| KB/s (CPU, one run) | | " + " | ".join(f"{n_all / 1000 / t:.1f}" for t in secs) + " |")
+    write_report(lines, out)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--per-source", type=int, default=300_000)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--model", default="default")
+    p.add_argument("--english", action="store_true", help="the 14 English benchmark files instead of dev")
+    p.add_argument("--rows", default="1,6,7", help="--english: the schedules (indices into SCHEDULES)")
     p.add_argument("--out")
     a = p.parse_args(argv)
     model = nlmcodec.load_model(a.model)
     model.native()
+    if a.english:
+        return english(model, [int(x) for x in a.rows.split(",")], a.out)
     texts = dev_set(a.per_source)
     n = sum(len(t) for t in texts.values())
     size, skip = {}, {}
