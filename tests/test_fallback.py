@@ -133,15 +133,10 @@ def test_issue8_reproducer(default_model):
     assert nlmcodec.decompress(f) == data
 
 
-@pytest.mark.slow
-def test_byte_model_alongside_ends_the_word_model_early(default_model):
-    """news (Calgary), static: the byte model, coded alongside from the first block, is ahead of the word
-    model after EARLY_MIN bytes, so the word model codes no more of the group than that (and the probe): the
-    frame is the byte model's, and the word model was asked for at most EARLY_MIN / BLOCK_SIZE + 1 blocks.
-    (Dynamic mode no longer: from format 6 the word model wins news dynamic, 2.008 against 2.037.)"""
+def _counting_codec(model, adapt):
+    """A real codec that records the length of every block the encoder asks the word model to code."""
     from nlmcodec import _core
 
-    data = cc.read(cc.find("news"))
     calls = []
 
     class Counting(_core.Codec):
@@ -149,9 +144,34 @@ def test_byte_model_alongside_ends_the_word_model_early(default_model):
             calls.append(len(block))
             return super().encode_block(block)
 
-    codec = Counting(default_model, False)
+    return Counting(model, adapt), calls
+
+
+@pytest.mark.slow
+def test_byte_model_alongside_ends_the_word_model_early(default_model):
+    """news (Calgary), static: the byte model, coded alongside from the first block, is ahead of the word
+    model after EARLY_MIN bytes, so the word model codes no more of the group than that (and the probe): the
+    frame is the byte model's, and the word model was asked for at most EARLY_MIN / BLOCK_SIZE + 1 blocks.
+    (Dynamic mode no longer: from format 6 the word model wins news dynamic, 2.008 against 2.037.)"""
+    data = cc.read(cc.find("news"))
+    codec, calls = _counting_codec(default_model, False)
     blob, used, parts = _encode.encode_group(codec, data, True)
     assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
     blocks = [n for n in calls if n > _encode.PROBE_SIZE]          # the probe codes at most 16 KiB
     assert len(blocks) <= _encode.EARLY_MIN // B + 1 and sum(blocks) < 3 * _encode.EARLY_MIN, calls
     assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))
+
+
+@pytest.mark.slow
+def test_byte_model_far_ahead_ends_the_word_model_after_the_probe(default_model):
+    """zlib-source.c (ood), dynamic: the probe's fresh byte model is within TRACK_RATIO of the word model, so
+    the byte model starts alongside; over its first EARLY_MIN bytes it is far ahead (EARLY_STRONG) of the
+    word model on the probe, so no block is coded by the word model at all (before _byte_far_ahead it coded
+    five, at dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
+    data = cc.read(cc.find("zlib-source.c"))
+    codec, calls = _counting_codec(default_model, True)
+    blob, used, parts = _encode.encode_group(codec, data, True)
+    assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
+    assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
+    assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))
+    assert nlmcodec.decompress(nlmcodec.compress(data, model=default_model)) == data

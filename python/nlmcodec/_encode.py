@@ -17,7 +17,12 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   group's first word-model block in less than TRACK_RATIO x the word model's payload (an estimate, thrown
   away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
   bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
-  the group is plain: news, reports and papers pay the word model on their first 128 KiB only.
+  the group is plain: news, reports and papers pay the word model on their first 128 KiB only.  It stops
+  sooner, before any block (_byte_far_ahead), when the byte model over at least EARLY_MIN bytes is at most
+  EARLY_STRONG x the word model's bits per byte on its blocks so far, or on the last probe before the first:
+  code (zlib-source.c) lexes into short blocks, so the word model would otherwise code five of them, at its
+  dynamic speed, before the first rule may end it.  A probe whose fresh byte model is within TRACK_RATIO x
+  the word model starts the byte model alongside too.
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
   model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
   only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
@@ -27,8 +32,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
   bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
-  word model codes the next PROBE_SIZE bytes and is rolled back; when that is more than PROBE_RATIO times
-  lzma preset 1 or not smaller than the byte model on the same bytes, the word model is not tried on
+  word model codes the next PROBE_SIZE bytes and is rolled back (_probe); when that is more than PROBE_RATIO
+  times lzma preset 1 or not smaller than the byte model on the same bytes, the word model is not tried on
   the rest of the group (XML, logs, code, other languages are not coded twice).
 """
 from __future__ import annotations
@@ -49,6 +54,7 @@ STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
+EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.08x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
@@ -118,8 +124,9 @@ def _try_model(codec, block):
         raise
 
 
-def _probe_says_model(codec, buf, pos: int) -> bool:
-    """Speed heuristic (see the module docstring); the codec state is rolled back."""
+def _probe(codec, buf, pos: int):
+    """Speed heuristic (see the module docstring); the codec state is rolled back.  Returns (the word model
+    may code the group, bytes probed, word-model payload bytes or None, the cold byte model's coded bytes)."""
     end = min(len(buf), pos + PROBE_SIZE)
     k = buf.rfind(b"\n", pos, end) + 1 or end
     probe = buf[pos:k]
@@ -128,8 +135,12 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
         payload = _try_model(codec, probe)
     finally:
         codec.restore()
-    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
-        len(payload) + F.BLOCK_CHECK_SIZE < _coded_size(_byte_parts(probe))
+    if payload is None:
+        return False, len(probe), None, 0
+    byte_size = _coded_size(_byte_parts(probe))
+    ok = len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
+        len(payload) + F.BLOCK_CHECK_SIZE < byte_size
+    return ok, len(probe), len(payload) + F.BLOCK_CHECK_SIZE, byte_size
 
 
 class _ByteParts:
@@ -167,6 +178,15 @@ class _ByteParts:
 
     def finish(self):
         return self.advance(len(self.raw)).parts
+
+
+def _byte_far_ahead(track, wbytes: int, wsize: int) -> bool:
+    """The byte model coded alongside, advanced over at least EARLY_MIN bytes, is at most EARLY_STRONG x the
+    word model's bits per byte (wsize coded bytes for wbytes input bytes; none yet: False)."""
+    if not wbytes:
+        return False
+    track.advance(EARLY_MIN)
+    return track.size * wbytes < EARLY_STRONG * wsize * track.pos
 
 
 def _byte_estimate(block) -> int:
@@ -226,12 +246,21 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
+    pbytes = psize = 0                # ... and of the last probe, which stand in for them until a block is coded
     for i, (pos, k) in enumerate(_model_pieces(raw)):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
         block = raw[pos:pos + k]
-        if probe_ok and i % PROBE_SPAN == 0:   # a failed probe rules the word model out for the group
-            probe_ok = len(raw) - pos < PROBE_MIN_LEFT or _probe_says_model(codec, raw, pos)
+        if probe_ok and i % PROBE_SPAN == 0 and len(raw) - pos >= PROBE_MIN_LEFT:
+            probe_ok, n, word_size, byte_size = _probe(codec, raw, pos)   # a failed probe rules the word model
+            if probe_ok:                                                   # out for the group
+                pbytes, psize = n, word_size
+                if track is None and byte_size < TRACK_RATIO * word_size:
+                    track = _ByteParts(raw)
+        if track is not None and probe_ok and _byte_far_ahead(track, wbytes or pbytes, wsize or psize):
+            if on_block is not None:
+                on_block(len(raw) - pos)
+            return None, False, _plain(raw, track.finish())
         payload = None
         if probe_ok and not _looks_binary(block):
             codec.save()
@@ -254,7 +283,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         if track is not None and probe_ok:
             track.advance(pos + k)
             # the byte model clearly ahead: the word model is not tried on the rest of the group
-            if wbytes >= EARLY_MIN and track.size * wbytes < EARLY_RATIO * wsize * track.pos:
+            if wbytes >= EARLY_MIN and track.size * wbytes < EARLY_RATIO * wsize * track.pos or \
+                    _byte_far_ahead(track, wbytes, wsize):
                 if on_block is not None:
                     on_block(len(raw) - pos)
                 return None, False, _plain(raw, track.finish())
