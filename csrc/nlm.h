@@ -170,6 +170,10 @@ int nlm_codec_set_cache(NlmCodec* c, int level);
  * least p/1000.  Resets the context.  NLM_ERR_STATE for a static context or a value outside 0..1024 / 0..1
  * / {0, 63..1000}. */
 int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
+/* Estimates only (the encoder's probe, python/nlmcodec/_encode.py): on != 0 stops a dynamic context's
+ * updates, so what it codes until it is turned off costs static-mode time; the payload is then not one the
+ * decoder can follow, so the caller saves before and restores after.  No effect on a static context. */
+int nlm_codec_set_frozen(NlmCodec* c, int on);
 
 /* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
  * layer snapshots before coding a block with the word model and restores when it picks a fallback block,

@@ -95,8 +95,9 @@ def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
     f = frames[1]
     info = nlmcodec.get_frame_info(f)
     # groups without a word-model block are coded together: static mode (the tiny model loses this word
-    # salad to the byte model) has fewer groups
-    assert len(info.groups) >= (4 if adapt else 1)
+    # salad to the byte model) has fewer groups; dynamic mode keeps word-model groups apart (3 since the
+    # probe codes without adapting, 4 before)
+    assert len(info.groups) >= (3 if adapt else 1)
     for t in (1, 2, 3, 8):
         assert nlmcodec.decompress(f, model=tiny_model, threads=t) == data
     # incremental decoding with threads, fed in small pieces, max_length respected
@@ -163,15 +164,53 @@ def test_byte_model_alongside_ends_the_word_model_early(default_model):
 
 
 @pytest.mark.slow
-def test_byte_model_far_ahead_ends_the_word_model_after_the_probe(default_model):
-    """zlib-source.c (ood), dynamic: the probe's fresh byte model is within TRACK_RATIO of the word model, so
-    the byte model starts alongside; over its first EARLY_MIN bytes it is far ahead (EARLY_STRONG) of the
-    word model on the probe, so no block is coded by the word model at all (before _byte_far_ahead it coded
-    five, at dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
+def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model, monkeypatch):
+    """zlib-source.c (ood), dynamic, with the probe turned off (it rules the word model out of this file at
+    once): a fresh byte model is within TRACK_RATIO of the word model on the first block, so it codes the
+    group alongside, and over its first EARLY_MIN bytes it is far ahead (EARLY_STRONG) of the word model's
+    first block, so the word model codes no second block (before _byte_far_ahead it coded five, at
+    dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
+    monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
     data = cc.read(cc.find("zlib-source.c"))
     codec, calls = _counting_codec(default_model, True)
     blob, used, parts = _encode.encode_group(codec, data, True)
     assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
-    assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
+    assert len(calls) == 1 and calls[0] > _encode.PROBE_SIZE, calls
     assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))
     assert nlmcodec.decompress(nlmcodec.compress(data, model=default_model)) == data
+
+
+def test_frozen_dynamic_context_codes_as_static(tiny_model):
+    """The probe's estimate: a dynamic context set frozen codes a block exactly as a static one (no update,
+    the same weights), and after restore() and unfreezing it codes as a fresh dynamic context again."""
+    from nlmcodec import _core
+
+    text = short_text(20000)
+    static = _core.Codec(tiny_model, False)
+    static.reset()
+    fresh = _core.Codec(tiny_model, True)
+    fresh.reset()
+    dyn = _core.Codec(tiny_model, True)
+    dyn.reset()
+    dyn.save()
+    dyn.set_frozen(True)
+    frozen = dyn.encode_block(text)
+    dyn.set_frozen(False)
+    dyn.restore()
+    assert frozen == static.encode_block(text)
+    adapted = fresh.encode_block(text)
+    assert adapted != frozen and dyn.encode_block(text) == adapted
+
+
+@pytest.mark.slow
+def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
+    """zlib-source.c (ood), dynamic: the probe codes without adapting, at static-mode speed, and its payload
+    is not smaller than a fresh byte model's, so no block is coded by the word model (before the frozen probe
+    and _byte_far_ahead it coded five blocks, at dynamic-mode speed).  The frame is the byte model's."""
+    data = cc.read(cc.find("zlib-source.c"))
+    codec, calls = _counting_codec(default_model, True)
+    blob, used, parts = _encode.encode_group(codec, data, True)
+    assert blob is None and not used and parts is None        # a plain group, coded by the caller
+    assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
+    info = nlmcodec.get_frame_info(nlmcodec.compress(data, model=default_model))
+    assert {b.kind for b in info.blocks} == {"byte"}

@@ -540,6 +540,12 @@ int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int ski
     return r ? r : nlm_codec_reset(c);
 }
 
+int nlm_codec_set_frozen(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    lm_set_frozen(c->model, on);
+    return NLM_OK;
+}
+
 int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n) {
     if (!c) return NLM_ERR_STATE;
     c->max_tokens = n;

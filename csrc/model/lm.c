@@ -85,6 +85,7 @@ struct Lm {
     int V, D, H, C, SF, adapt, seg_cap, maxcs, capO;
     int deep_every, shallow_emb; /* the adaptation schedule (lm_set_schedule); 1, 0 = every part every segment */
     float skip_p;                /* skip the update of a segment whose tokens' mean probability is >= this (0: never) */
+    int frozen;                  /* lm_set_frozen: segments are dropped without backward or update (an estimate) */
     uint32_t skipped;            /* segments skipped since the reset (statistics) */
     int deep;                    /* the segment being closed adapts everything (else the heads, maybe E) */
     LmBody body; /* the body's scratch (lm_free must not read w: it may be freed first) */
@@ -1041,6 +1042,10 @@ static int segment_easy(Lm* m) {
 }
 
 static int end_segment(Lm* m) {
+    if (m->frozen) { /* an estimate the caller rolls back (lm_set_frozen): no backward, no update */
+        m->T = 0;
+        return NLM_OK;
+    }
     if (m->adapt && m->T > 0 && m->skip_p > 0.0f && segment_easy(m)) {
         m->skipped++;
         m->T = 0; /* no backward, no update: the segment does not count (seg_no unchanged) */
@@ -1068,6 +1073,8 @@ int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille) {
 }
 
 uint32_t lm_skipped(const Lm* m) { return m->skipped; }
+
+void lm_set_frozen(Lm* m, int on) { m->frozen = on ? 1 : 0; }
 
 int lm_end_segment(Lm* m) {
     NlmFpEnv fe;

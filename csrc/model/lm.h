@@ -122,6 +122,9 @@ int lm_end_segment(Lm* m);
  * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
 int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
 uint32_t lm_skipped(const Lm* m); /* segments skip_permille skipped since the reset */
+/* on: every segment ends without backward or update, so an adaptive stream codes as a static one from its
+ * current weights (an estimate that the caller rolls back with lm_restore; not part of any snapshot). */
+void lm_set_frozen(Lm* m, int on);
 
 /* ---- debugging / tests ---- */
 /* Dense gradient of the last segment (lm_param_count floats; zero outside the rows it touched) into out. */

@@ -123,6 +123,11 @@ class Codec:
     def save(self):
         check(self._c.save())
 
+    def set_frozen(self, on: bool):
+        """Estimates only: while on, a dynamic context does not adapt (static-mode speed); save() before,
+        restore() after (nlm.h nlm_codec_set_frozen)."""
+        check(self._c.set_frozen(int(bool(on))))
+
     def restore(self):
         check(self._c.restore())
 

@@ -18,11 +18,10 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
   bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
   the group is plain: news, reports and papers pay the word model on their first 128 KiB only.  It stops
-  sooner, before any block (_byte_far_ahead), when the byte model over at least EARLY_MIN bytes is at most
-  EARLY_STRONG x the word model's bits per byte on its blocks so far, or on the last probe before the first:
-  code (zlib-source.c) lexes into short blocks, so the word model would otherwise code five of them, at its
-  dynamic speed, before the first rule may end it.  A probe whose fresh byte model is within TRACK_RATIO x
-  the word model starts the byte model alongside too.
+  sooner, after any word-model block (_byte_far_ahead), when the byte model over at least EARLY_MIN bytes is
+  at most EARLY_STRONG x the word model's bits per byte on its blocks so far: code (zlib-source.c) lexes into
+  short blocks, so the word model would otherwise code five of them, at its dynamic speed, before the first
+  rule may end it.
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
   model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
   only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
@@ -32,9 +31,10 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
   bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
-  word model codes the next PROBE_SIZE bytes and is rolled back (_probe); when that is more than PROBE_RATIO
-  times lzma preset 1 or not smaller than the byte model on the same bytes, the word model is not tried on
-  the rest of the group (XML, logs, code, other languages are not coded twice).
+  word model codes the next PROBE_SIZE bytes without adapting (set_frozen: static-mode speed in either mode)
+  and is rolled back; when that is more than PROBE_RATIO times lzma preset 1 or not smaller than the byte
+  model on the same bytes, the word model is not tried on the rest of the group (XML, logs, code, other
+  languages are not coded twice).
 """
 from __future__ import annotations
 
@@ -124,23 +124,20 @@ def _try_model(codec, block):
         raise
 
 
-def _probe(codec, buf, pos: int):
-    """Speed heuristic (see the module docstring); the codec state is rolled back.  Returns (the word model
-    may code the group, bytes probed, word-model payload bytes or None, the cold byte model's coded bytes)."""
+def _probe_says_model(codec, buf, pos: int) -> bool:
+    """Speed heuristic (see the module docstring); the codec state is rolled back."""
     end = min(len(buf), pos + PROBE_SIZE)
     k = buf.rfind(b"\n", pos, end) + 1 or end
     probe = buf[pos:k]
     codec.save()
+    codec.set_frozen(True)       # a dynamic context estimates at static-mode speed (the probe is rolled back)
     try:
         payload = _try_model(codec, probe)
     finally:
+        codec.set_frozen(False)
         codec.restore()
-    if payload is None:
-        return False, len(probe), None, 0
-    byte_size = _coded_size(_byte_parts(probe))
-    ok = len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
-        len(payload) + F.BLOCK_CHECK_SIZE < byte_size
-    return ok, len(probe), len(payload) + F.BLOCK_CHECK_SIZE, byte_size
+    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
+        len(payload) + F.BLOCK_CHECK_SIZE < _coded_size(_byte_parts(probe))
 
 
 class _ByteParts:
@@ -182,9 +179,7 @@ class _ByteParts:
 
 def _byte_far_ahead(track, wbytes: int, wsize: int) -> bool:
     """The byte model coded alongside, advanced over at least EARLY_MIN bytes, is at most EARLY_STRONG x the
-    word model's bits per byte (wsize coded bytes for wbytes input bytes; none yet: False)."""
-    if not wbytes:
-        return False
+    word model's bits per byte on its blocks so far (wsize coded bytes for wbytes input bytes)."""
     track.advance(EARLY_MIN)
     return track.size * wbytes < EARLY_STRONG * wsize * track.pos
 
@@ -246,21 +241,12 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
-    pbytes = psize = 0                # ... and of the last probe, which stand in for them until a block is coded
     for i, (pos, k) in enumerate(_model_pieces(raw)):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
         block = raw[pos:pos + k]
-        if probe_ok and i % PROBE_SPAN == 0 and len(raw) - pos >= PROBE_MIN_LEFT:
-            probe_ok, n, word_size, byte_size = _probe(codec, raw, pos)   # a failed probe rules the word model
-            if probe_ok:                                                   # out for the group
-                pbytes, psize = n, word_size
-                if track is None and byte_size < TRACK_RATIO * word_size:
-                    track = _ByteParts(raw)
-        if track is not None and probe_ok and _byte_far_ahead(track, wbytes or pbytes, wsize or psize):
-            if on_block is not None:
-                on_block(len(raw) - pos)
-            return None, False, _plain(raw, track.finish())
+        if probe_ok and i % PROBE_SPAN == 0:   # a failed probe rules the word model out for the group
+            probe_ok = len(raw) - pos < PROBE_MIN_LEFT or _probe_says_model(codec, raw, pos)
         payload = None
         if probe_ok and not _looks_binary(block):
             codec.save()
