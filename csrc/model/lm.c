@@ -375,6 +375,8 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
+    for (int k = 0; k < w->nb; k++) /* a static stream reads binary16 θ0 as stored (body.h body_matvec) */
+        m->body.p16[k] = !m->adapt && w->half ? w->w16 + w->off[LM_BODY + k] : NULL;
     m->deep_every = 1, m->shallow_emb = 0, m->deep = 1;
     m->w = w;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
@@ -653,10 +655,15 @@ void lm_params(const Lm* m, float* out) {
 
 /* ---- heads: forward ---- */
 
-/* class head: zc (C) = Wc (C×H) · h + bc */
+/* class head: zc (C) = Wc (C×H) · h + bc (a static stream of a binary16 model reads Wc as stored, as the
+ * word head and body_matvec do: the same values, so the same bits) */
 static void class_logits(Lm* m) {
     if (m->zc_ok) return;
-    kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
+    const LmWeights* w = m->w;
+    if (!m->adapt && w->half)
+        kern_matvec_h(m->zc, w->w16 + w->off[w->hd[LM_WC]], m->S, m->C, m->H);
+    else
+        kern_matvec(m->zc, dense(m, w->hd[LM_WC]), m->S, m->C, m->H);
     kern_add(m->zc, m->zc, dense(m, m->w->hd[LM_BC]), m->C);
     m->zc_ok = 1;
 }
