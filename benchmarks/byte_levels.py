@@ -8,7 +8,11 @@ model alone: total payload bytes, bits per byte, CPU speed of the coding, and th
 allocates (ByteCoder.memory(), the decoder's figure too; pages of the zeroed tables are touched only as
 they are used).
 
-    python benchmarks/byte_levels.py [--files reymont,xml,zlib-source.c] [-o benchmarks/byte_levels.md]
+    python benchmarks/byte_levels.py [--files reymont,xml,zlib-source.c] [--peak] [-o benchmarks/byte_levels.md]
+
+--peak adds the default level's whole-process peak: `python -m nlmcodec -c` (static and dynamic) and `-dc`
+of each file, each in a fresh interpreter (the child's VmHWM, as benchmarks/startup.py measures it), so the
+figure holds the interpreter, the word model and the encoder's probes, not the byte model alone.
 """
 from __future__ import annotations
 
@@ -39,9 +43,27 @@ def code(data: bytes, s: int):
     return total, time.process_time() - t, mem
 
 
+def peak_row(name, data):
+    """| name | peak MB of -c static | -c dynamic | -dc |: fresh interpreters, each child's own VmHWM."""
+    import tempfile
+
+    from startup import WRAP, run
+
+    cli = lambda *args: [sys.executable, "-c", WRAP, "-m nlmcodec", *args]
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, name), os.path.join(d, name + ".nlm")
+        with open(src, "wb") as f:
+            f.write(data)
+        peaks = [run(cli("-c", "--static", src))[2]]
+        peaks.append(run(cli("-k", "-f", src))[2])                   # dynamic, writes src.nlm
+        peaks.append(run(cli("-dc", out))[2])
+    return f"| {name} | " + " | ".join(f"{kb / 1024:.0f}" for kb in peaks) + " |"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", default="reymont,xml,zlib-source.c")
+    ap.add_argument("--peak", action="store_true", help="add the CLI's peak RSS per file (default level)")
     ap.add_argument("-o", "--out", default=None)
     a = ap.parse_args(argv)
     rows = ["| file | bytes | runs of at most | bytes out | bits/byte | KB/s (coding) | model MiB per run |",
@@ -53,8 +75,14 @@ def main(argv=None):
             rows.append(f"| {name} | {len(data):,} | 2^{s} | {n:,} | {8 * n / len(data):.4f} | "
                         f"{len(data) / 1000 / dt:.0f} | {mem / 2 ** 20:.1f} |")
             print(rows[-1], flush=True)
-    text = (f"Command: `python benchmarks/byte_levels.py --files {a.files}` (one core, CPU time, one run)\n\n"
-            + "\n".join(rows) + "\n")
+    if a.peak:
+        rows += ["", "Peak RSS of the whole process (MB), default level:", "",
+                 "| file | -c static | -c dynamic | -dc |", "|---|---:|---:|---:|"]
+        for spec in _bench.expand_files(a.files.split(",")):
+            rows.append(peak_row(*_bench.read_file(spec)))
+            print(rows[-1], flush=True)
+    text = (f"Command: `python benchmarks/byte_levels.py --files {a.files}{' --peak' if a.peak else ''}` (one core, "
+            "CPU time, one run)\n\n" + "\n".join(rows) + "\n")
     print(text)
     if a.out:
         with open(a.out, "w") as f:
