@@ -420,7 +420,7 @@ __attribute__((target("avx2"))) static uint64_t exp_u40_avx2(uint32_t* ebits, co
         _mm256_storeu_si256((__m256i*)l, alo);
         for (int j = 0; j < 8; j++) shi += h[j], slo += l[j];
     }
-    return (shi << 20) + slo + exp_u40_scalar(ebits + i, z + i, m, n - i);
+    return (shi << 20) + slo + exp_u40_sse2(ebits + i, z + i, m, n - i); /* the tail: exact integer sums */
 }
 
 __attribute__((target("avx512f"))) static uint64_t exp_u40_avx512(uint32_t* ebits, const float* z, float m,
@@ -442,7 +442,7 @@ __attribute__((target("avx512f"))) static uint64_t exp_u40_avx512(uint32_t* ebit
         _mm512_storeu_si512((void*)l, alo);
         for (int j = 0; j < 16; j++) shi += h[j], slo += l[j];
     }
-    return (shi << 20) + slo + exp_u40_scalar(ebits + i, z + i, m, n - i);
+    return (shi << 20) + slo + exp_u40_avx2(ebits + i, z + i, m, n - i); /* the tail: exact integer sums */
 }
 
 __attribute__((target("avx2"))) static void exp_sub_avx2(float* p, const float* z, float m, int n) {
@@ -475,8 +475,10 @@ __attribute__((target("avx512f"))) static int div_avx512(float* p, const float* 
 }
 
 /* scale_u40 on W lanes: hi, lo from U40_SPLIT (32-bit lanes); even and odd lanes through mul_epu32 (64-bit
- * lanes), then the results packed back into 32-bit lanes; F summed in 32-bit lanes (partial sums <= F). */
-#define U40_SCALE_BODY(PS, SI, pre, sfx, W, SET64)                                                    \
+ * lanes), then the results packed back into 32-bit lanes; F summed in 32-bit lanes (partial sums <= F).  The
+ * tail goes to the next narrower form (TAIL), so at most 3 elements run scalar: every form gives the scalar
+ * integers. */
+#define U40_SCALE_BODY(PS, SI, pre, sfx, W, SET64, TAIL)                                              \
     SI vmh = SET64((long long)(M >> 32)), vml = SET64((long long)(M & 0xFFFFFFFFu));                  \
     SI m12 = SET64(0xFFF), lo32 = SET64(0xFFFFFFFFll), one = pre##_set1_epi32(1);                     \
     SI acc = pre##_setzero_##sfx();                                                                   \
@@ -501,16 +503,18 @@ __attribute__((target("avx512f"))) static int div_avx512(float* p, const float* 
     uint32_t lanes[W], F = 0;                                                                         \
     pre##_storeu_##sfx((void*)lanes, acc);                                                            \
     for (int j = 0; j < W; j++) F += lanes[j];                                                        \
-    return F + u40_scale_scalar(f + i, M, n - i);
+    return F + TAIL(f + i, M, n - i);
 
-static uint32_t u40_scale_sse2(uint32_t* f, uint64_t M, int n) { U40_SCALE_BODY(__m128, __m128i, _mm, si128, 4, _mm_set1_epi64x) }
+static uint32_t u40_scale_sse2(uint32_t* f, uint64_t M, int n) {
+    U40_SCALE_BODY(__m128, __m128i, _mm, si128, 4, _mm_set1_epi64x, u40_scale_scalar)
+}
 
 __attribute__((target("avx2"))) static uint32_t u40_scale_avx2(uint32_t* f, uint64_t M, int n) {
-    U40_SCALE_BODY(__m256, __m256i, _mm256, si256, 8, _mm256_set1_epi64x)
+    U40_SCALE_BODY(__m256, __m256i, _mm256, si256, 8, _mm256_set1_epi64x, u40_scale_sse2)
 }
 
 __attribute__((target("avx512f"))) static uint32_t u40_scale_avx512(uint32_t* f, uint64_t M, int n) {
-    U40_SCALE_BODY(__m512, __m512i, _mm512, si512, 16, _mm512_set1_epi64)
+    U40_SCALE_BODY(__m512, __m512i, _mm512, si512, 16, _mm512_set1_epi64, u40_scale_avx2)
 }
 
 /* p[i] = kern_exp(z[i] - m) */
