@@ -29,7 +29,7 @@ static inline uint64_t wide_div_shl64_portable(uint64_t a, uint64_t s) {
 /* The same quotient by the compiler's 128-bit division where it has one (one hardware division on x86-64,
  * against 64 data-dependent branches: the loop was most of the quantiser's own time). */
 static inline uint64_t wide_div_shl64(uint64_t a, uint64_t s) {
-#if defined(__SIZEOF_INT128__) && !defined(NLM_NO_INT128)
+#if defined(__SIZEOF_INT128__)
     return (uint64_t)(((unsigned __int128)a << 64) / s);
 #else
     return wide_div_shl64_portable(a, s);

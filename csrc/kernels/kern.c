@@ -764,12 +764,21 @@ void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int 
         return;
     }
 #endif
-    float row[4096]; /* cols <= 4096 (config limit) */
+    float row[4096]; /* cols <= 4096: the word head's H (config limit); other callers check kern_matvec_h_native */
     for (int r = 0; r < rows; r++) {
         const uint16_t* w = W16 + (size_t)r * cols;
         for (int i = 0; i < cols; i++) row[i] = kern_half_to_float(ld16(w + i));
         kern_matvec(y + r, row, x, 1, cols);
     }
+}
+
+int kern_matvec_h_native(void) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    return lvl >= 3 || (lvl >= 2 && kern_has_f16c());
+#else
+    return 0;
+#endif
 }
 
 void kern_half_to_float_vec(float* y, const uint16_t* x, size_t n) {

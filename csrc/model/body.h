@@ -47,10 +47,12 @@ typedef struct {
 } LmBody;
 
 /* y (rows) = P[k] (rows×cols) · x, by kern_matvec; a static stream of a binary16 model reads θ0 as stored
- * (kern_matvec_h: the same values, products and order, so the same bits, with half the memory traffic). */
+ * when a hardware binary16 path exists (kern_matvec_h: the same values, products and order, so the same bits,
+ * with half the memory traffic; never its scalar fallback, which converts in software and takes at most 4096
+ * columns, fewer than an NPLM's (K-1)·D may be).  A body's matvecs go through here. */
 static inline void body_matvec(const LmBody* b, const float* const* P, int k, float* y, const float* x, int rows,
                                int cols) {
-    if (b->p16[k])
+    if (b->p16[k] && kern_matvec_h_native())
         kern_matvec_h(y, b->p16[k], x, rows, cols);
     else
         kern_matvec(y, P[k], x, rows, cols);

@@ -543,6 +543,7 @@ void lm_reset(Lm* m) {
         memset(m->lastB, 0, (size_t)m->V * 4);
     }
     m->seg_no = 0;
+    m->frozen = 0; /* an estimate never outlives a reset (lm_set_frozen) */
     m->skipped = 0;
     m->T = 0;
     m->ku = m->kv = 1;
@@ -660,7 +661,7 @@ void lm_params(const Lm* m, float* out) {
 static void class_logits(Lm* m) {
     if (m->zc_ok) return;
     const LmWeights* w = m->w;
-    if (!m->adapt && w->half)
+    if (!m->adapt && w->half && kern_matvec_h_native())
         kern_matvec_h(m->zc, w->w16 + w->off[w->hd[LM_WC]], m->S, m->C, m->H);
     else
         kern_matvec(m->zc, dense(m, w->hd[LM_WC]), m->S, m->C, m->H);

@@ -19,9 +19,9 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
   the group is plain: news, reports and papers pay the word model on their first 128 KiB only.  It stops
   sooner, after any word-model block (_byte_far_ahead), when the byte model over at least EARLY_MIN bytes is
-  at most EARLY_STRONG x the word model's bits per byte on its blocks so far: code (zlib-source.c) lexes into
-  short blocks, so the word model would otherwise code five of them, at its dynamic speed, before the first
-  rule may end it.
+  at most EARLY_STRONG x the word model's bits per byte on its blocks so far: code lexes into short blocks,
+  so the word model would otherwise code several of them, at its dynamic speed, before the first rule may
+  end it (zlib-source.c when the probe lets the word model in; the frozen probe already rules it out there).
 * The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
   model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
   only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
@@ -54,7 +54,7 @@ STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
-EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.08x)
+EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.079x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
 BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB

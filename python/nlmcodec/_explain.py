@@ -103,6 +103,9 @@ class _TracingCodec:
         self._c.save()
         self._last = None
 
+    def set_frozen(self, on):
+        self._c.set_frozen(on)
+
     def restore(self):
         self._c.restore()
         if self._last is not None:
