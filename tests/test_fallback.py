@@ -171,7 +171,7 @@ def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model,
     """zlib-source.c (ood), dynamic, with the probe turned off (it rules the word model out of this file at
     once): a fresh byte model is within TRACK_RATIO of the word model on the first block, so it codes the
     group alongside, and over its first EARLY_MIN bytes it is far ahead (EARLY_STRONG) of the word model's
-    first block, so the word model codes no second block (before _byte_far_ahead it coded five, at
+    first block, so the word model codes no second block (before _byte_ahead's far-ahead rule it coded five, at
     dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
     monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
     data = cc.read(cc.find("zlib-source.c"))
@@ -209,7 +209,7 @@ def test_frozen_dynamic_context_codes_as_static(tiny_model):
 def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
     """zlib-source.c (ood), dynamic: the probe codes without adapting, at static-mode speed, and its payload
     is not smaller than a fresh byte model's, so no block is coded by the word model (before the frozen probe
-    and _byte_far_ahead it coded five blocks, at dynamic-mode speed).  The frame is the byte model's."""
+    and the far-ahead rule it coded five blocks, at dynamic-mode speed).  The frame is the byte model's."""
     data = cc.read(cc.find("zlib-source.c"))
     codec, calls = _counting_codec(default_model, True)
     blob, used, parts = _encode.encode_group(codec, data, True)

@@ -202,6 +202,10 @@ static void* walloc(size_t* bytes, size_t n, int zero) {
     return p;
 }
 
+/* Tensor t's θ0 as stored in binary16, for a static stream of a binary16 model (which may read it in place of
+ * the float32 copy: the same values); NULL otherwise.  m->adapt and m->w must be set. */
+static const uint16_t* theta0_half(const struct Lm* m, int t);
+
 /* θ0[o, o+n) as float32: a pointer into the block (float32 models) or converted into buf. */
 static const float* theta0(const LmWeights* w, size_t o, size_t n, float* buf) {
     if (!w->half) return w->w32 + o;
@@ -375,10 +379,9 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
-    for (int k = 0; k < w->nb; k++) /* a static stream reads binary16 θ0 as stored (body.h body_matvec) */
-        m->body.p16[k] = !m->adapt && w->half ? w->w16 + w->off[LM_BODY + k] : NULL;
     m->deep_every = 1, m->shallow_emb = 0, m->deep = 1;
     m->w = w;
+    for (int k = 0; k < w->nb; k++) m->body.p16[k] = theta0_half(m, LM_BODY + k); /* body.h body_matvec */
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
     int ok = 1;
@@ -463,6 +466,10 @@ fail:
     lm_free(m);
     if (err) *err = NLM_ERR_NOMEM;
     return NULL;
+}
+
+static const uint16_t* theta0_half(const Lm* m, int t) {
+    return !m->adapt && m->w->half ? m->w->w16 + m->w->off[t] : NULL;
 }
 
 /* Dense tensor t as read by the forward and backward: the working copy (adaptive) or θ0 (static). */
@@ -660,11 +667,11 @@ void lm_params(const Lm* m, float* out) {
  * word head and body_matvec do: the same values, so the same bits) */
 static void class_logits(Lm* m) {
     if (m->zc_ok) return;
-    const LmWeights* w = m->w;
-    if (!m->adapt && w->half && kern_matvec_h_native())
-        kern_matvec_h(m->zc, w->w16 + w->off[w->hd[LM_WC]], m->S, m->C, m->H);
+    const uint16_t* wc16 = theta0_half(m, m->w->hd[LM_WC]);
+    if (wc16 && kern_matvec_h_native())
+        kern_matvec_h(m->zc, wc16, m->S, m->C, m->H);
     else
-        kern_matvec(m->zc, dense(m, w->hd[LM_WC]), m->S, m->C, m->H);
+        kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
     kern_add(m->zc, m->zc, dense(m, m->w->hd[LM_BC]), m->C);
     m->zc_ok = 1;
 }

@@ -18,7 +18,7 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
   bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
   the group is plain: news, reports and papers pay the word model on their first 128 KiB only.  It stops
-  sooner, after any word-model block (_byte_far_ahead), when the byte model over at least EARLY_MIN bytes is
+  sooner, after any word-model block (_byte_ahead), when the byte model over at least EARLY_MIN bytes is
   at most EARLY_STRONG x the word model's bits per byte on its blocks so far: code lexes into short blocks,
   so the word model would otherwise code several of them, at its dynamic speed, before the first rule may
   end it (zlib-source.c when the probe lets the word model in; the frozen probe already rules it out there).
@@ -177,11 +177,11 @@ class _ByteParts:
         return self.advance(len(self.raw)).parts
 
 
-def _byte_far_ahead(track, wbytes: int, wsize: int) -> bool:
-    """The byte model coded alongside, advanced over at least EARLY_MIN bytes, is at most EARLY_STRONG x the
-    word model's bits per byte on its blocks so far (wsize coded bytes for wbytes input bytes)."""
+def _byte_ahead(track, wbytes: int, wsize: int, ratio: float) -> bool:
+    """The byte model coded alongside (advanced over at least EARLY_MIN bytes) is below ratio x the word
+    model's bits per byte on its blocks so far (wsize coded bytes for wbytes input bytes)."""
     track.advance(EARLY_MIN)
-    return track.size * wbytes < EARLY_STRONG * wsize * track.pos
+    return track.size * wbytes < ratio * wsize * track.pos
 
 
 def _byte_estimate(block) -> int:
@@ -269,8 +269,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         if track is not None and probe_ok:
             track.advance(pos + k)
             # the byte model clearly ahead: the word model is not tried on the rest of the group
-            if wbytes >= EARLY_MIN and track.size * wbytes < EARLY_RATIO * wsize * track.pos or \
-                    _byte_far_ahead(track, wbytes, wsize):
+            if wbytes >= EARLY_MIN and _byte_ahead(track, wbytes, wsize, EARLY_RATIO) or \
+                    _byte_ahead(track, wbytes, wsize, EARLY_STRONG):
                 if on_block is not None:
                     on_block(len(raw) - pos)
                 return None, False, _plain(raw, track.finish())
