@@ -43,7 +43,7 @@ size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 int nlm_codec_reset(NlmCodec* c);
 int nlm_codec_set_speller(NlmCodec* c, int kind);
-int nlm_codec_set_match(NlmCodec* c, int on);
+int nlm_codec_set_match(NlmCodec* c, int level);
 int nlm_codec_set_cache(NlmCodec* c, int level);
 int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
 int nlm_codec_set_frozen(NlmCodec* c, int on);

@@ -143,9 +143,10 @@ int nlm_codec_reset(NlmCodec* c);
 #define NLM_SPELLER_CM 1
 #define NLM_SPELLER_CM_ALL 2 /* in no format: the byte model also learns from every known word (measured, §5.4) */
 int nlm_codec_set_speller(NlmCodec* c, int kind);
-/* The token match flag (codec/FORMAT.md §3.4): on (frame format 6, the default of a new context) or off
- * (formats 1-5).  Resets the context. */
-int nlm_codec_set_match(NlmCodec* c, int on);
+/* The token match flag (codec/FORMAT.md §3.4).  level 0: off (formats 1-5); 1: on, its probability from one
+ * APM (formats 6-9); 2: on, from two APMs (format 10, the default of a new context).  Resets the context; a
+ * level outside 0..2 is NLM_ERR_STATE. */
+int nlm_codec_set_match(NlmCodec* c, int level);
 /* The most tokens (END included) one word-model block may hold (codec/FORMAT.md §3.5): NLM_MAX_BLOCK_TOKENS
  * (frame format 7, the default of a new context) or 0, no bound but the block size (formats 1-6).  A block
  * over it is refused by nlm_encode_block (NLM_ERR_UNSUPPORTED) and is corrupt to nlm_decode_block, which stops

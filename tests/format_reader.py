@@ -389,14 +389,24 @@ class ByteModel:
 # ---- §3.4 token match flag (format 6) ----
 
 class TokenMatch:
-    """§3.4: the group's token history, context table, unknown bodies and the flag's APM."""
+    """§3.4: the group's token history, context table, unknown bodies and the flag's APM (versions 6-9) or
+    two APMs (version 10)."""
     HBITS, DICT, LMAX, RATE, ORDERS, NO_ID = 18, 32768, 64, 4, (4, 2, 1), 0xFFFFFFFF
 
-    def __init__(self, V):
+    def __init__(self, V, version):
         self.V, self.hist, self.gaps, self.tab, self.ptr, self.len = V, [0], [0], {}, 0, 0
         self.bodies, self.index = [], {}
-        row = [16 * squash(min(2047, 128 * (j - 16))) for j in range(33)]
-        self.apm = [list(row) for _ in range(40)]
+        self.two = version >= 10
+        if not self.two:
+            row = [16 * squash(min(2047, 128 * (j - 16))) for j in range(33)]
+            self.apm = [list(row) for _ in range(40)]
+        else:
+            row = [16 * squash(max(-2047, min(2047, 256 * (j - 8)))) for j in range(17)]
+            self.apm_len = [list(row) for _ in range(48)]
+            self.apm_run = [list(row) for _ in range(24)]
+            self.c_len = [[0] * 17 for _ in range(48)]
+            self.c_run = [[0] * 17 for _ in range(24)]
+            self.flg, self.run, self.ist, self.own = [0], 0, [0] * 4096, 0
 
     def prediction(self):
         """(pw, body) or None; body is None for a vocabulary id."""
@@ -407,6 +417,8 @@ class TokenMatch:
 
     def flag(self, rd, q, unk):
         """Decode the flag (steps 3-5 of step 0) with the network's q (12 bits)."""
+        if self.two:
+            return self._flag10(rd, q, unk)
         L = self.len
         b = L if L < 16 else 16 + min(3, L.bit_length() - 1 - 4)
         r = 2 * b + (1 if unk else 0)
@@ -417,6 +429,27 @@ class TokenMatch:
         h = 1 if rd.decode([p, 4096 - p]) == 0 else 0
         k = lo + (1 if phi >= 64 else 0)
         A[k] += asr(65535 * h - A[k], self.RATE)
+        return h
+
+    def _flag10(self, rd, q, unk):
+        L, x = self.len, self.hist[self.ptr]
+        s = ((x * 0x9E3779B1) & 0xFFFFFFFF) >> 20
+        cls = L if L < 4 else 4 if L < 8 else 5 if L < 16 else 6 if L < 64 else 7
+        r1 = (2 * cls + (1 if unk else 0)) * 3 + self.flg[self.ptr]
+        r2 = (3 * (1 if unk else 0) + min(self.run, 2)) * 4 + self.ist[s]
+        u = ST[q] + 2048
+        lo, phi = u >> 8, u & 255
+        rows = ((self.apm_len[r1], self.c_len[r1]), (self.apm_run[r2], self.c_run[r2]))
+        p1, p2 = (max(1, min(4095, (A[lo] * (256 - phi) + A[lo + 1] * phi) >> 12)) for A, _ in rows)
+        p = squash((ST[p1] + ST[p2]) >> 1)
+        h = 1 if rd.decode([p, 4096 - p]) == 0 else 0
+        k = lo + (1 if phi >= 128 else 0)
+        for A, C in rows:
+            d = 2 * (65535 * h - A[k])
+            A[k] += abs(d) // (2 * C[k] + 3) * (1 if d >= 0 else -1)     # rounded toward zero
+            C[k] = min(C[k] + 1, 255)
+        self.ist[s] = (3 if self.ist[s] >= 2 else 2) if h else 1
+        self.own = 1 if h else 2
         return h
 
     def _id(self, w, body):
@@ -436,10 +469,17 @@ class TokenMatch:
         x = int(self._id(int(w), body))
         if self.ptr and self.hist[self.ptr] == x != self.NO_ID:
             self.ptr, self.len = self.ptr + 1, min(self.len + 1, 65535)
+            if self.two:
+                self.run = min(self.run + 1, 255)
         else:
             self.ptr, self.len = 0, 0
+            if self.two:
+                self.run = 0
         self.hist.append(x)
         self.gaps.append(int(gap))
+        if self.two:
+            self.flg.append(self.own)
+            self.own = 0
         n, H = len(self.hist) - 1, self.hist
         for k in self.ORDERS:
             if n < k:
@@ -458,6 +498,8 @@ class TokenMatch:
                         L += 1
                     if L >= k:
                         self.ptr, self.len = cand, L
+                        if self.two:
+                            self.run = 0
             self.tab[i] = n + 1
 
 
@@ -895,7 +937,7 @@ class Reader:
         self.last = {"E": {}, "O": {}, "B": {}}
         self.speller.reset(byte_model=self.version >= 5)
         self.gapmix = GapMix()
-        self.match = TokenMatch(self.V) if self.version >= 6 else None
+        self.match = TokenMatch(self.V, self.version) if self.version >= 6 else None
         self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
         self.bmix = BodyMix() if self.version >= 9 else None
 
@@ -1111,7 +1153,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 9
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 10
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

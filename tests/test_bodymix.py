@@ -66,7 +66,7 @@ def test_recurring_names_cost_less_with_the_mixer(tiny_model, adapt):
 def test_prose_round_trips_with_the_default_model(adapt):
     data = short_text() + names_text(60)
     z = nlmcodec.compress(data, adapt=adapt)
-    assert z[4] == 9 and nlmcodec.decompress(z) == data
+    assert z[4] == nlmcodec.FORMAT_VERSION >= 9 and nlmcodec.decompress(z) == data
 
 
 def test_many_distinct_bodies_round_trip(tiny_model):

@@ -1,4 +1,4 @@
-"""The token match flag (csrc/codec/tokmatch.c, codec/FORMAT.md §3.4, format 6), through the real codec.
+"""The token match flag (csrc/codec/tokmatch.c, codec/FORMAT.md §3.4, formats 6 and 10), through the real codec.
 
 * A repeated passage costs far less the second time with the flag than without it (exact sizes), and the
   flag's statistics say why (predictions, hits).
@@ -8,6 +8,8 @@
   block coded by a fresh context that never saw the discarded block.
 * Hostile shapes round-trip: one token repeated thousands of times (the match runs on), and more distinct
   unknown bodies than the group's table holds (the overflow id, never predicted).
+* Format 10's two APMs code the flag in fewer bits than formats 6-9's one, on the same matches; a level
+  outside 0..2 is refused.
 * With the flag off, a context writes format 5's bytes (the format-5 golden vectors re-encode: test_golden).
 """
 import random
@@ -15,17 +17,17 @@ import random
 import pytest
 
 from corpus_cache import short_text
-from nlmcodec._core import Codec
+from nlmcodec._core import MATCH_FLAG1, MATCH_FLAG2, MATCH_OFF, Codec, NLMError
 
 
-def encode(model, blocks, adapt=False, match=True):
+def encode(model, blocks, adapt=False, match=MATCH_FLAG2):
     c = Codec(model, adapt)
     c.reset(match=match)
     out = [c.encode_block(b) for b in blocks]
     return out, c.stats()
 
 
-def decode(model, payloads, blocks, adapt=False, match=True):
+def decode(model, payloads, blocks, adapt=False, match=MATCH_FLAG2):
     d = Codec(model, adapt)
     d.reset(match=match)
     return [d.decode_block(p, len(b)) for p, b in zip(payloads, blocks)]
@@ -35,8 +37,8 @@ def decode(model, payloads, blocks, adapt=False, match=True):
 def test_a_repeat_costs_little_the_second_time(tiny_model, adapt):
     text = short_text(4000)
     blocks = [text, text]
-    (off1, off2), _ = encode(tiny_model, blocks, adapt, match=False)
-    (on1, on2), st = encode(tiny_model, blocks, adapt, match=True)
+    (off1, off2), _ = encode(tiny_model, blocks, adapt, match=MATCH_OFF)
+    (on1, on2), st = encode(tiny_model, blocks, adapt, match=MATCH_FLAG2)
     assert decode(tiny_model, [on1, on2], blocks, adapt) == blocks
     # the first copy: about the same either way; the second: a fraction of its cost without the flag
     assert len(on1) < 1.02 * len(off1)
@@ -49,8 +51,8 @@ def test_an_unknown_word_becomes_a_token_of_the_group(tiny_model):
     names = [b"Zorvathian", b"Quillmarsh", b"Hrothgarr"]
     r = random.Random(3)
     text = b" ".join(b"the %s and the %s said" % (r.choice(names), r.choice(names)) for _ in range(150))
-    (off,), st_off = encode(tiny_model, [text], match=False)
-    (on,), st_on = encode(tiny_model, [text], match=True)
+    (off,), st_off = encode(tiny_model, [text], match=MATCH_OFF)
+    (on,), st_on = encode(tiny_model, [text], match=MATCH_FLAG2)
     assert decode(tiny_model, [on], [text]) == [text]
     # 300 unknown tokens either way; without the flag every one goes through the cache or the speller
     assert st_off["unk_tokens"] == st_on["unk_tokens"] == 300
@@ -76,7 +78,7 @@ def test_restore_returns_the_match_state(tiny_model, adapt):
 def test_one_token_repeated(tiny_model):
     blocks = [b"the " * 5000, b"the the, " * 800]
     payloads, st = encode(tiny_model, blocks)
-    off, _ = encode(tiny_model, blocks, match=False)
+    off, _ = encode(tiny_model, blocks, match=MATCH_OFF)
     assert decode(tiny_model, payloads, blocks) == blocks
     assert st["match_hits"] > 0.9 * st["tokens"]
     assert len(payloads[0]) < 0.5 * len(off[0])
@@ -89,3 +91,33 @@ def test_more_unknown_bodies_than_the_table_holds(tiny_model):
     payloads, st = encode(tiny_model, blocks)
     assert decode(tiny_model, payloads, blocks) == blocks
     assert st["unk_tokens"] >= 33000
+
+
+@pytest.mark.parametrize("adapt", [False, True])
+def test_two_apms_code_the_flag_in_fewer_bits(tiny_model, adapt):
+    """Format 10 (MATCH_FLAG2) against formats 6-9 (MATCH_FLAG1): the same predictions and hits (the flag's
+    probability changes neither the matches nor the network), fewer flag bits, and each round-trips only
+    with its own level."""
+    r = random.Random(5)
+    parts = [short_text(3000)[i:i + 300] for i in range(0, 3000, 300)]
+    text = b" ".join(r.choice(parts) for _ in range(40))     # passages repeated in a random order
+    (one,), s1 = encode(tiny_model, [text], adapt, match=MATCH_FLAG1)
+    (two,), s2 = encode(tiny_model, [text], adapt, match=MATCH_FLAG2)
+    assert decode(tiny_model, [one], [text], adapt, match=MATCH_FLAG1) == [text]
+    assert decode(tiny_model, [two], [text], adapt, match=MATCH_FLAG2) == [text]
+    assert (s1["match_preds"], s1["match_hits"]) == (s2["match_preds"], s2["match_hits"])
+    assert s2["match_preds"] > 1000
+    assert s2["match_bits"] < 0.97 * s1["match_bits"], (s2["match_bits"], s1["match_bits"])
+    assert len(two) < len(one)
+    try:                                                    # the other level's decoder does not give the text
+        wrong = decode(tiny_model, [two], [text], adapt, match=MATCH_FLAG1)
+    except NLMError:
+        wrong = None
+    assert wrong != [text]
+
+
+def test_a_match_level_outside_0_to_2_is_refused(tiny_model):
+    c = Codec(tiny_model, False)
+    for bad in (-1, 3):
+        with pytest.raises(NLMError):
+            c.reset(match=bad)

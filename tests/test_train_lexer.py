@@ -43,4 +43,4 @@ def test_tune_dynamic_with_tiny():
     text = b"The quick brown fox jumps over the lazy dog. " * 40
     best, res = train.tune_dynamic(m, text, lrs=(1e-3,), decays=(0.0, 1e-3), seg_lens=(20,), log=lambda *a: None)
     assert len(res) == 2 and res[0][0] <= res[1][0]
-    assert best.config["seg_len"] == 20 and nlmcodec.decompress(nlmcodec.compress(text, model=best)) == text
+    assert best.config["seg_len"] == 20 and nlmcodec.decompress(nlmcodec.compress(text, model=best), model=best) == text

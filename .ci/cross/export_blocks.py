@@ -47,10 +47,10 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False, cache=2):
+    def reset(self, speller=None, match=2, max_tokens=None, end_advance=False, cache=2):
         speller = _core.SPELLER_CM if speller is None else speller
         max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
-        Recorder.log.append(("reset", speller, int(bool(match)), int(bool(end_advance)), max_tokens,
+        Recorder.log.append(("reset", speller, int(match), int(bool(end_advance)), max_tokens,
                              int(cache)))
         return super().reset(speller, match, max_tokens, end_advance, cache)
 

@@ -59,7 +59,7 @@ struct NlmCodec {
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
-    int match_on;         /* nlm_codec_set_match: the token match flag of FORMAT.md §3.4 (format 6) */
+    int match_on;         /* nlm_codec_set_match level > 0: the token match flag of FORMAT.md §3.4 (format 6) */
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5, format 7); 0: none */
     int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
     TokMatch* match;
@@ -521,9 +521,10 @@ int nlm_codec_reset(NlmCodec* c) {
     return NLM_OK;
 }
 
-int nlm_codec_set_match(NlmCodec* c, int on) {
-    if (!c) return NLM_ERR_STATE;
-    c->match_on = on ? 1 : 0;
+int nlm_codec_set_match(NlmCodec* c, int level) {
+    if (!c || level < 0 || level > 2) return NLM_ERR_STATE;
+    c->match_on = level > 0;
+    if (level > 0) tokmatch_set_flag_model(c->match, level);
     return nlm_codec_reset(c);
 }
 

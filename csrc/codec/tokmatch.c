@@ -1,15 +1,22 @@
 /* codec/tokmatch.c: the token match model (codec/FORMAT.md §3.4), integer arithmetic only.
  *
  * Owns the group's token history, the context hash table over it, the group's vocabulary of unknown
- * bodies and the flag's APM.  Shapes: hist[n] token ids; tab[2^TM_HBITS] positions; dict[TM_DICT] bodies
- * with an open-addressing index didx[2^TM_DBITS]; apm[TM_ROWS][TM_KNOTS] 16-bit probabilities.
+ * bodies and the flag's probability model.  Shapes: hist[n] token ids, gaps[n] their gap symbols, flg[n]
+ * their own flags; tab[2^TM_HBITS] positions; dict[TM_DICT] bodies with an open-addressing index
+ * didx[2^TM_DBITS]; the flag's tables in TmFlag (16-bit APM knots, 8-bit knot counts, ist[2^TM_IBITS]).
  *
  * The match: after each token, if the current match did not continue, the last k tokens for each k of
  * TM_ORDERS (longest first) are hashed and looked up; a candidate is taken only if its k tokens are
  * really equal (no hash collision can predict).  The match length L is then the number of equal tokens
  * before the two positions (at most TM_LMAX), and grows by one with every correctly predicted token.
- * The flag's probability: an APM row chosen by (length bucket, unknown or vocabulary prediction), 33 knots
- * over stretch(q12) interpolated; the nearer knot moves toward the outcome by 1/2^TM_RATE.
+ *
+ * The flag's probability (tokmatch_set_flag_model):
+ *   model 1 (formats 6-9): one APM, a row per (length bucket, unknown or vocabulary prediction), 33 knots
+ *     over stretch(q12) interpolated; the nearer knot moves toward the outcome by 1/2^TM6_RATE.
+ *   model 2 (format 10): two APMs of 17 knots, averaged in the stretch domain.  APM "len": (length class,
+ *     unknown or vocabulary, the flag the predicted token's earlier occurrence had itself); APM "run":
+ *     (unknown or vocabulary, hits since the match began 0/1/2+, the predicted id's own recent flags).
+ *     In each the nearer knot moves by 2/(2n + 3) of the way, n its count (benchmarks/flag_dev).
  */
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokmatch.h"
@@ -26,35 +33,55 @@
 #define TM_DICT (1 << 15) /* at most 2^15 distinct unknown bodies per group */
 #define TM_HIST_MAX (1u << 24)
 #define TM_LMAX 64       /* longest verified length on a new match */
-#define TM_LB 20         /* length buckets: L < 16 itself, then 16 + min(3, floor(log2 L) - 4) */
-#define TM_ROWS (TM_LB * 2)
-#define TM_KNOTS 33
-#define TM_RATE 4
 #define TM_NO_ID 0xFFFFFFFFu
+/* flag model 1 (formats 6-9) */
+#define TM6_LB 20        /* length buckets: L < 16 itself, then 16 + min(3, floor(log2 L) - 4) */
+#define TM6_ROWS (TM6_LB * 2)
+#define TM6_KNOTS 33
+#define TM6_RATE 4
+/* flag model 2 (format 10): 17 knots over stretch(q12), 256 apart, each with a count for its rate */
+#define TM_KNOTS 17
+#define TM_ROWS_LEN (8 * 2 * 3) /* length class x unknown x the earlier occurrence's own flag (none/hit/miss) */
+#define TM_ROWS_RUN (2 * 3 * 4) /* unknown x hits since the match began (0, 1, 2+) x the predicted id's state */
+#define TM_NMAX 255            /* a knot's count stops here: its rate stays 2/513 */
+#define TM_IBITS 12            /* the predicted ids' states: 2^12 slots, hashed */
 
 static const int TM_ORDERS[] = {4, 2, 1}; /* longest first */
 #define TM_NORDERS ((int)(sizeof TM_ORDERS / sizeof TM_ORDERS[0]))
 
 typedef struct {
     uint32_t n, ptr, len, ndict; /* ptr: position of the predicted token (0 = none) */
-    int row, knot;               /* the APM entry tokmatch_p used */
+    uint32_t run;                /* hits since the current match began (capped at 255) */
+    int row, knot, row2, knot2;  /* the APM entries tokmatch_p used (row2: model 2's APM "run") */
+    uint32_t islot;              /* the predicted id's state slot tokmatch_p used */
+    int flag;                    /* the current token's flag: 0 none, 1 hit, 2 miss (set by tokmatch_learn_flag) */
 } TmScalars;
+
+/* The flag's adaptive tables, both models (small: saved and restored whole). */
+typedef struct {
+    uint16_t apm6[TM6_ROWS][TM6_KNOTS];
+    uint16_t apm_len[TM_ROWS_LEN][TM_KNOTS], apm_run[TM_ROWS_RUN][TM_KNOTS];
+    uint8_t n_len[TM_ROWS_LEN][TM_KNOTS], n_run[TM_ROWS_RUN][TM_KNOTS];
+    uint8_t ist[1 << TM_IBITS]; /* per predicted id (hashed): 0 unseen, 1 last a miss, 2 last a hit, 3 two+ hits */
+} TmFlag;
 
 struct TokMatch {
     int V;
     TmScalars s, s_saved;
     uint32_t* hist;
     uint8_t* gaps;              /* [cap] the gap symbol of each token of hist */
+    uint8_t* flg;               /* [cap] each token's flag: 0 no prediction, 1 hit, 2 miss */
     uint32_t cap;
     uint32_t* tab;              /* [2^TM_HBITS] position + 0 (0 = empty: position 0 never follows a context) */
     uint32_t* didx;             /* [2^TM_DBITS] body index + 1 (0 = empty) */
     uint8_t (*dict)[NLM_MAX_WORD + 1]; /* [TM_DICT] length byte, then the body */
-    uint16_t apm[TM_ROWS][TM_KNOTS];
-    uint16_t apm_init[TM_KNOTS];
+    int flag_model;             /* 1 (formats 6-9) or 2 (format 10): tokmatch_set_flag_model */
+    TmFlag f;
+    uint16_t apm6_init[TM6_KNOTS], apm_init[TM_KNOTS];
     int16_t squash_t[4096], stretch_t[4096];
     /* snapshot (tokmatch_save): the tables that are not append-only */
     uint32_t *tab_saved, *didx_saved;
-    uint16_t apm_saved[TM_ROWS][TM_KNOTS];
+    TmFlag f_saved;
     int saved;
 };
 
@@ -73,12 +100,19 @@ TokMatch* tokmatch_new(int V) {
     m->dict = malloc((size_t)TM_DICT * sizeof *m->dict);
     if (!m->tab || !m->didx || !m->dict) { tokmatch_free(m); return NULL; }
     cm_logistic_tables(m->squash_t, m->stretch_t);
-    for (int j = 0; j < TM_KNOTS; j++) {
+    for (int j = 0; j < TM6_KNOTS; j++) {
         int t = (j - 16) * 128; /* squash's argument range, as the byte model's APM rows (FORMAT.md §9.2) */
+        if (t > 2047) t = 2047;
+        if (t < -2047) t = -2047;
+        m->apm6_init[j] = (uint16_t)(m->squash_t[t + 2048] * 16);
+    }
+    for (int j = 0; j < TM_KNOTS; j++) {
+        int t = (j - 8) * 256;
         if (t > 2047) t = 2047;
         if (t < -2047) t = -2047;
         m->apm_init[j] = (uint16_t)(m->squash_t[t + 2048] * 16);
     }
+    m->flag_model = 2;
     tokmatch_reset(m);
     return m;
 }
@@ -87,6 +121,7 @@ void tokmatch_free(TokMatch* m) {
     if (!m) return;
     free(m->hist);
     free(m->gaps);
+    free(m->flg);
     free(m->tab);
     free(m->didx);
     free(m->dict);
@@ -99,7 +134,20 @@ void tokmatch_reset(TokMatch* m) {
     memset(&m->s, 0, sizeof m->s);
     memset(m->tab, 0, sizeof(uint32_t) << TM_HBITS);
     memset(m->didx, 0, sizeof(uint32_t) << TM_DBITS);
-    for (int r = 0; r < TM_ROWS; r++) memcpy(m->apm[r], m->apm_init, sizeof m->apm_init);
+    TmFlag* f = &m->f;
+    for (int r = 0; r < TM6_ROWS; r++) memcpy(f->apm6[r], m->apm6_init, sizeof m->apm6_init);
+    for (int r = 0; r < TM_ROWS_LEN; r++) memcpy(f->apm_len[r], m->apm_init, sizeof m->apm_init);
+    for (int r = 0; r < TM_ROWS_RUN; r++) memcpy(f->apm_run[r], m->apm_init, sizeof m->apm_init);
+    memset(f->n_len, 0, sizeof f->n_len);
+    memset(f->n_run, 0, sizeof f->n_run);
+    memset(f->ist, 0, sizeof f->ist);
+}
+
+int tokmatch_set_flag_model(TokMatch* m, int model) {
+    if (model != 1 && model != 2) return NLM_ERR_STATE;
+    m->flag_model = model;
+    tokmatch_reset(m);
+    return NLM_OK;
 }
 
 int tokmatch_save(TokMatch* m) {
@@ -108,7 +156,7 @@ int tokmatch_save(TokMatch* m) {
     if (!m->tab_saved || !m->didx_saved) return NLM_ERR_NOMEM;
     memcpy(m->tab_saved, m->tab, sizeof(uint32_t) << TM_HBITS);
     memcpy(m->didx_saved, m->didx, sizeof(uint32_t) << TM_DBITS);
-    memcpy(m->apm_saved, m->apm, sizeof m->apm);
+    m->f_saved = m->f;
     m->s_saved = m->s;
     m->saved = 1;
     return NLM_OK;
@@ -119,14 +167,14 @@ int tokmatch_restore(TokMatch* m) {
     /* the history and the bodies are append-only: their first n / ndict entries are as they were */
     memcpy(m->tab, m->tab_saved, sizeof(uint32_t) << TM_HBITS);
     memcpy(m->didx, m->didx_saved, sizeof(uint32_t) << TM_DBITS);
-    memcpy(m->apm, m->apm_saved, sizeof m->apm);
+    m->f = m->f_saved;
     m->s = m->s_saved;
     return NLM_OK;
 }
 
 size_t tokmatch_memory(const TokMatch* m) {
     if (!m) return 0;
-    size_t b = sizeof *m + (size_t)m->cap * 4 + ((size_t)4 << TM_HBITS) + ((size_t)4 << TM_DBITS) +
+    size_t b = sizeof *m + (size_t)m->cap * 6 + ((size_t)4 << TM_HBITS) + ((size_t)4 << TM_DBITS) +
                (size_t)TM_DICT * sizeof *m->dict;
     if (m->tab_saved) b += (size_t)4 << TM_HBITS;
     if (m->didx_saved) b += (size_t)4 << TM_DBITS;
@@ -150,31 +198,68 @@ int tokmatch_predict(const TokMatch* m, int32_t* w, const uint8_t** body, int* b
     return 1;
 }
 
-static int len_bucket(uint32_t L) {
+static int len_bucket6(uint32_t L) {
     if (L < 16) return (int)L;
     int lg = 31 - __builtin_clz(L); /* >= 4 */
     return 16 + (lg - 4 > 3 ? 3 : lg - 4);
 }
 
+/* model 2's length class: L < 4 itself, 4-7: 4, 8-15: 5, 16-63: 6, 64+: 7 */
+static int len_class(uint32_t L) { return L < 4 ? (int)L : L < 8 ? 4 : L < 16 ? 5 : L < 64 ? 6 : 7; }
+
+/* a 17-knot row at u (256 per knot): 16-bit knots -> 12 bits, clamped to [1, 4095] */
+static int apm_read(const uint16_t* a, int u) {
+    int lo = u >> 8, f = u & 255;
+    int p = (a[lo] * (256 - f) + a[lo + 1] * f) >> 12;
+    return p < 1 ? 1 : p > 4095 ? 4095 : p;
+}
+
+static int flag_p6(TokMatch* m, int u, int unk) {
+    const int row = len_bucket6(m->s.len) * 2 + (unk ? 1 : 0);
+    const int lo = u >> 7, f = u & 127;
+    m->s.row = row;
+    m->s.knot = lo + (f >= 64);
+    int p = (m->f.apm6[row][lo] * (128 - f) + m->f.apm6[row][lo + 1] * f) >> 11; /* 16-bit -> 12 bits */
+    return p < 1 ? 1 : p > 4095 ? 4095 : p;
+}
+
+static int flag_p10(TokMatch* m, int u, int unk) {
+    const uint32_t id = m->hist[m->s.ptr];
+    m->s.islot = (id * 0x9E3779B1u) >> (32 - TM_IBITS);
+    m->s.row = (len_class(m->s.len) * 2 + (unk ? 1 : 0)) * 3 + m->flg[m->s.ptr];
+    m->s.row2 = ((unk ? 1 : 0) * 3 + (m->s.run < 2 ? (int)m->s.run : 2)) * 4 + m->f.ist[m->s.islot];
+    m->s.knot = m->s.knot2 = (u >> 8) + ((u & 255) >= 128);
+    const int p1 = apm_read(m->f.apm_len[m->s.row], u), p2 = apm_read(m->f.apm_run[m->s.row2], u);
+    const int t = (m->stretch_t[p1] + m->stretch_t[p2]) >> 1; /* floor; -2048 when both are stretch(1) */
+    return m->squash_t[(t < -2047 ? -2047 : t) + 2048]; /* squash clamps its argument (FORMAT.md §9.2) */
+}
+
 int tokmatch_p(TokMatch* m, int q12, int unk) {
     if (q12 < 1) q12 = 1;
     if (q12 > 4095) q12 = 4095;
-    int row = len_bucket(m->s.len) * 2 + (unk ? 1 : 0);
-    int u = m->stretch_t[q12] + 2048; /* 0..4095 */
-    int lo = u >> 7, f = u & 127;
-    m->s.row = row;
-    m->s.knot = lo + (f >= 64);
-    int p = (m->apm[row][lo] * (128 - f) + m->apm[row][lo + 1] * f) >> 11; /* 16-bit -> 12 bits */
-    if (p < 1) p = 1;
-    if (p > 4095) p = 4095;
-    return p;
+    const int u = m->stretch_t[q12] + 2048; /* 1..4095 */
+    return m->flag_model == 1 ? flag_p6(m, u, unk) : flag_p10(m, u, unk);
+}
+
+/* model 2's knot update: 2/(2n + 3) of the way to the outcome, C division (toward zero) */
+static void knot_learn(uint16_t* a, uint8_t* n, int hit) {
+    const int d = (hit ? 65535 : 0) - (int)*a;
+    *a = (uint16_t)((int)*a + 2 * d / (2 * (int)*n + 3));
+    if (*n < TM_NMAX) (*n)++;
 }
 
 void tokmatch_learn_flag(TokMatch* m, int hit) {
-    uint16_t* a = &m->apm[m->s.row][m->s.knot];
-    int target = hit ? 65535 : 0;
-    int d = target - (int)*a;
-    *a = (uint16_t)((int)*a + (d >= 0 ? d >> TM_RATE : ~((~d) >> TM_RATE))); /* floor(d / 2^TM_RATE) */
+    if (m->flag_model == 1) {
+        uint16_t* a = &m->f.apm6[m->s.row][m->s.knot];
+        int d = (hit ? 65535 : 0) - (int)*a;
+        *a = (uint16_t)((int)*a + (d >= 0 ? d >> TM6_RATE : ~((~d) >> TM6_RATE))); /* floor(d / 2^TM6_RATE) */
+    } else {
+        knot_learn(&m->f.apm_len[m->s.row][m->s.knot], &m->f.n_len[m->s.row][m->s.knot], hit);
+        knot_learn(&m->f.apm_run[m->s.row2][m->s.knot2], &m->f.n_run[m->s.row2][m->s.knot2], hit);
+        uint8_t* st = &m->f.ist[m->s.islot];
+        *st = (uint8_t)(hit ? (*st >= 2 ? 3 : 2) : 1);
+    }
+    m->s.flag = hit ? 1 : 2;
 }
 
 /* The id of an unknown body: its index in the group's table, added if new (TM_NO_ID when full). */
@@ -211,10 +296,14 @@ int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap
     if (s->ptr && m->hist[s->ptr] == id && id != TM_NO_ID) {
         s->ptr++;
         if (s->len < 65535) s->len++;
+        if (s->run < 255) s->run++;
     } else {
         s->ptr = 0;
         s->len = 0;
+        s->run = 0;
     }
+    const uint8_t flag = (uint8_t)s->flag;
+    s->flag = 0;
     if (s->n + 1 >= m->cap) {
         uint32_t nc = m->cap ? m->cap * 2 : 4096;
         uint32_t* h = (uint32_t*)realloc(m->hist, sizeof(uint32_t) * nc);
@@ -223,11 +312,15 @@ int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap
         uint8_t* g = (uint8_t*)realloc(m->gaps, nc);
         if (!g) return NLM_ERR_NOMEM;
         m->gaps = g;
+        uint8_t* fl = (uint8_t*)realloc(m->flg, nc);
+        if (!fl) return NLM_ERR_NOMEM;
+        m->flg = fl;
         m->cap = nc;
     }
     /* positions start at 1: hist[0] is never a token, so 0 means "no match" and "empty slot" */
     m->hist[++s->n] = id;
     m->gaps[s->n] = (uint8_t)gap;
+    m->flg[s->n] = flag;
     const uint32_t n = s->n;
     for (int o = 0; o < TM_NORDERS; o++) {
         int k = TM_ORDERS[o];
@@ -241,7 +334,7 @@ int tokmatch_push(TokMatch* m, int32_t w, const uint8_t* body, int blen, int gap
                 while (L < TM_LMAX && cand - 1 - L >= 1 && m->hist[cand - 1 - L] == m->hist[n - L] &&
                        m->hist[n - L] != TM_NO_ID)
                     L++;
-                if (L >= (uint32_t)k) s->ptr = cand, s->len = L;
+                if (L >= (uint32_t)k) s->ptr = cand, s->len = L, s->run = 0;
             }
         }
         m->tab[h] = n + 1;

@@ -42,6 +42,7 @@ STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "ca
               "spelled", "spell_bits", "case_bits", "gap_bits", "match_preds", "match_hits", "match_bits",
               "match_net_cost", "tc_u1", "tc_o2", "tc_o3", "tc_tokens", "tc_net_cost", "bm_candidates",
               "segments", "segments_skipped")
+MATCH_OFF, MATCH_FLAG1, MATCH_FLAG2 = 0, 1, 2     # Codec.reset's match levels (nlm.h nlm_codec_set_match)
 CACHE_OFF, CACHE_TOKENS, CACHE_BODIES = 0, 1, 2   # Codec.reset's cache levels (nlm.h nlm_codec_set_cache)
 
 
@@ -100,12 +101,13 @@ class Codec:
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
-    def reset(self, speller=None, match=True, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
+    def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
               schedule=(1, 0, 0)):
         """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
         maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
-        the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: the token
-        match flag (§3.4; formats 6 and later); max_tokens: the most tokens of one block (§3.5; None:
+        the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
+        (formats 1-5), MATCH_FLAG1 (the token match flag, §3.4, its probability from one APM; formats 6-9) or
+        MATCH_FLAG2 (from two APMs; format 10); max_tokens: the most tokens of one block (§3.5; None:
         format 7's MAX_MODEL_TOKENS; 0: none, formats 1-6); end_advance: a block's <end> advances the
         network (§3.2 step 6; formats 1-6); cache: CACHE_OFF (formats 1-7), CACHE_TOKENS (the token cache,
         §3.6; format 8) or CACHE_BODIES (that and the body mixer of the spelling cache, §5.1.1; format 9).
@@ -113,7 +115,7 @@ class Codec:
         the model adapted per segment; only the default (1, 0, 0) is a frame format (the others are measured by
         benchmarks/adapt_subsets.py and no frame records them)."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
-        check(self._c.set_match(int(bool(match))))
+        check(self._c.set_match(int(match)))
         check(self._c.set_cache(int(cache)))
         check(self._c.set_end_advance(int(bool(end_advance))))
         check(self._c.set_max_tokens(MAX_MODEL_TOKENS if max_tokens is None else int(max_tokens)))

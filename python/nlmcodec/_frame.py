@@ -38,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 9                           # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # what this build reads
+FORMAT_VERSION = 10                              # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -63,11 +63,13 @@ def speller_of(version: int) -> int:
 
 
 MATCH_FROM = 6                # word-model blocks code the token match flag from this version (FORMAT.md §3.4)
+FLAG2_FROM = 10               # ... its probability from two APMs from this version
 
 
-def match_of(version: int) -> bool:
-    """Whether a frame version's word-model blocks code the token match flag (Codec.reset's match)."""
-    return version >= MATCH_FROM
+def match_of(version: int) -> int:
+    """The match level of a frame version's word-model blocks (Codec.reset's match, nlm.h
+    nlm_codec_set_match): 0 no match flag, 1 the flag from one APM, 2 from two."""
+    return 2 if version >= FLAG2_FROM else 1 if version >= MATCH_FROM else 0
 
 
 CACHE_FROM = 8                # word-model blocks mix the token cache into the class and word stages (§3.6)

@@ -89,8 +89,8 @@ class Codec:
     def set_speller(self, kind):
         return lib.nlm_codec_set_speller(self.c, kind)
 
-    def set_match(self, on):
-        return lib.nlm_codec_set_match(self.c, on)
+    def set_match(self, level):
+        return lib.nlm_codec_set_match(self.c, level)
 
     def set_cache(self, on):
         return lib.nlm_codec_set_cache(self.c, on)

@@ -33,7 +33,7 @@ cdef extern from "nlm.h" nogil:
     void nlm_codec_free(NlmCodec* c)
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
-    int nlm_codec_set_match(NlmCodec* c, int on)
+    int nlm_codec_set_match(NlmCodec* c, int level)
     int nlm_codec_set_cache(NlmCodec* c, int level)
     int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille)
     int nlm_codec_set_frozen(NlmCodec* c, int on)
@@ -166,8 +166,8 @@ cdef class Codec:
     def set_speller(self, int kind):
         return nlm_codec_set_speller(self.c, kind)
 
-    def set_match(self, int on):
-        return nlm_codec_set_match(self.c, on)
+    def set_match(self, int level):
+        return nlm_codec_set_match(self.c, level)
 
     def set_cache(self, int on):
         return nlm_codec_set_cache(self.c, on)
