@@ -9,7 +9,8 @@ comparing bytes with these, which were written on x86-64.
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
   blocks.bin = "NLMVBLK5" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
-    NLM_SPELLER_* of the frame's format), u8 match (1: the token match flag, from format 6), u8 end_advance
+    NLM_SPELLER_* of the frame's format), u8 match (the level: 1 the token match flag, from format 6; 2 its two APMs,
+    from format 10), u8 end_advance
     (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
     u8 cache (the level: 1 the token cache, from format 8; 2 and the body mixer, from format 9)
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.

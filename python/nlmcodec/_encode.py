@@ -32,9 +32,10 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
   word model codes the next PROBE_SIZE bytes without adapting (set_frozen: static-mode speed in either mode)
-  and is rolled back; when that is more than PROBE_RATIO times lzma preset 1 or not smaller than the byte
-  model on the same bytes, the word model is not tried on the rest of the group (XML, logs, code, other
-  languages are not coded twice).
+  and is rolled back; when that is more than PROBE_RATIO times lzma preset 1 or more than PROBE_BYTE_MARGIN
+  times the byte model on the same bytes, the word model is not tried on the rest of the group (XML, logs,
+  code, other languages are not coded twice; the margin keeps out code on which the word model is barely
+  ahead over 16 KiB, such as zlib-source.c from format 10, and sits well above every dev text's ratio).
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ PROBE_SIZE = 16 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
 PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
+PROBE_BYTE_MARGIN = 0.95      # ... and at most this x the byte model's bytes (dev: benchmarks/probe_dev.md)
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
 
@@ -137,7 +139,7 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
         codec.set_frozen(False)
         codec.restore()
     return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
-        len(payload) + F.BLOCK_CHECK_SIZE < _coded_size(_byte_parts(probe))
+        len(payload) + F.BLOCK_CHECK_SIZE <= PROBE_BYTE_MARGIN * _coded_size(_byte_parts(probe))
 
 
 class _ByteParts:

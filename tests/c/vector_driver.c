@@ -132,7 +132,7 @@ typedef struct {
 typedef struct {
     uint8_t kind;    /* 0 reset, 1 block */
     uint8_t speller; /* reset: NLM_SPELLER_* of the frame's format */
-    uint8_t match;   /* reset: 1 when the format codes the token match flag (6 and later) */
+    uint8_t match;   /* reset: the match level (nlm_codec_set_match: 1 from format 6, 2 from format 10) */
     uint8_t end_advance; /* reset: 1 when a block's <end> advances the network (formats 1-6) */
     uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
     uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
