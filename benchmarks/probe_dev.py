@@ -29,13 +29,8 @@ from speller_dev import dev_set  # noqa: E402
 
 def probe_ratio(codec, text: bytes) -> float:
     """What _encode._probe_says_model compares: (word payload + block check) / byte model, on the probe."""
-    end = min(len(text), _encode.PROBE_SIZE)
-    k = text.rfind(b"\n", 0, end) + 1 or end
-    probe = text[:k]
     codec.reset()
-    codec.set_frozen(True)
-    payload = _encode._try_model(codec, probe)
-    codec.set_frozen(False)
+    probe, payload = _encode._probe(codec, text, 0)
     if payload is None:
         return float("inf")
     return (len(payload) + F.BLOCK_CHECK_SIZE) / _encode._coded_size(_encode._byte_parts(probe))

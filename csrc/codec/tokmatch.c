@@ -85,6 +85,16 @@ struct TokMatch {
     int saved;
 };
 
+/* an APM row's initial knots: 16 * squash(clamp((j - center) * step, -2047, 2047)) for j = 0..n-1 */
+static void knots_init(uint16_t* a, int n, int center, int step, const int16_t* squash_t) {
+    for (int j = 0; j < n; j++) {
+        int t = (j - center) * step;
+        if (t > 2047) t = 2047;
+        if (t < -2047) t = -2047;
+        a[j] = (uint16_t)(squash_t[t + 2048] * 16);
+    }
+}
+
 static uint32_t body_hash(const uint8_t* b, int n) {
     uint32_t h = 0x811C9DC5u;
     for (int i = 0; i < n; i++) h = (h ^ b[i]) * 0x01000193u;
@@ -100,18 +110,9 @@ TokMatch* tokmatch_new(int V) {
     m->dict = malloc((size_t)TM_DICT * sizeof *m->dict);
     if (!m->tab || !m->didx || !m->dict) { tokmatch_free(m); return NULL; }
     cm_logistic_tables(m->squash_t, m->stretch_t);
-    for (int j = 0; j < TM6_KNOTS; j++) {
-        int t = (j - 16) * 128; /* squash's argument range, as the byte model's APM rows (FORMAT.md §9.2) */
-        if (t > 2047) t = 2047;
-        if (t < -2047) t = -2047;
-        m->apm6_init[j] = (uint16_t)(m->squash_t[t + 2048] * 16);
-    }
-    for (int j = 0; j < TM_KNOTS; j++) {
-        int t = (j - 8) * 256;
-        if (t > 2047) t = 2047;
-        if (t < -2047) t = -2047;
-        m->apm_init[j] = (uint16_t)(m->squash_t[t + 2048] * 16);
-    }
+    /* squash's argument range, as the byte model's APM rows (FORMAT.md §9.2) */
+    knots_init(m->apm6_init, TM6_KNOTS, 16, 128, m->squash_t);
+    knots_init(m->apm_init, TM_KNOTS, 8, 256, m->squash_t);
     m->flag_model = 2;
     tokmatch_reset(m);
     return m;

@@ -126,18 +126,24 @@ def _try_model(codec, block):
         raise
 
 
-def _probe_says_model(codec, buf, pos: int) -> bool:
-    """Speed heuristic (see the module docstring); the codec state is rolled back."""
+def _probe(codec, buf, pos: int):
+    """(probe bytes, the word model's payload or None): the next PROBE_SIZE bytes from pos, cut after a
+    newline, coded without adapting; the codec state is rolled back."""
     end = min(len(buf), pos + PROBE_SIZE)
     k = buf.rfind(b"\n", pos, end) + 1 or end
     probe = buf[pos:k]
     codec.save()
     codec.set_frozen(True)       # a dynamic context estimates at static-mode speed (the probe is rolled back)
     try:
-        payload = _try_model(codec, probe)
+        return probe, _try_model(codec, probe)
     finally:
         codec.set_frozen(False)
         codec.restore()
+
+
+def _probe_says_model(codec, buf, pos: int) -> bool:
+    """Speed heuristic (see the module docstring)."""
+    probe, payload = _probe(codec, buf, pos)
     return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
         len(payload) + F.BLOCK_CHECK_SIZE <= PROBE_BYTE_MARGIN * _coded_size(_byte_parts(probe))
 
