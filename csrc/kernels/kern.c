@@ -764,7 +764,7 @@ void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int 
         return;
     }
 #endif
-    float row[4096]; /* cols <= 4096: the word head's H (config limit); other callers check kern_matvec_h_native */
+    float row[4096]; /* cols <= 4096: the word head's H (config limit) or the self-test's 32 */
     for (int r = 0; r < rows; r++) {
         const uint16_t* w = W16 + (size_t)r * cols;
         for (int i = 0; i < cols; i++) row[i] = kern_half_to_float(ld16(w + i));
@@ -772,14 +772,6 @@ void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int 
     }
 }
 
-int kern_matvec_h_native(void) {
-#if KERN_X86
-    int lvl = KERN_LEVEL();
-    return lvl >= 3 || (lvl >= 2 && kern_has_f16c());
-#else
-    return 0;
-#endif
-}
 
 void kern_half_to_float_vec(float* y, const uint16_t* x, size_t n) {
     size_t i = 0;

@@ -34,9 +34,6 @@ void kern_axpy(float* y, float a, const float* x, int n);
  * IEEE binary16 (W16: rows x cols).  binary16 -> float32 is exact, so this equals kern_matvec on the
  * converted matrix bit for bit; it only halves the bytes read (static mode, float16-exact weights). */
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols);
-/* 1 when kern_matvec_h runs a hardware binary16 path now (x86 F16C or AVX-512F): only then is reading
- * binary16 weights faster than a float32 copy; its scalar fallback takes at most 4096 columns. */
-int kern_matvec_h_native(void);
 /* (The binary16 kernels accept W16 / x at any byte address: a mapped model file need not be aligned.) */
 /* Exact conversions.  kern_float_to_half_exact returns 0 when f is not a binary16 value (or is inf/NaN). */
 float kern_half_to_float(uint16_t h);

@@ -39,24 +39,10 @@ typedef struct LmBodyOps LmBodyOps;
  * 0 for the others). */
 typedef struct {
     int D, H, param, seg_cap, adapt;
-    /* static streams of a binary16 model: θ0 of each body tensor as stored (body_matvec), else NULL */
-    const uint16_t* p16[LM_MAX_BODY_TENSORS];
     float* fwd;             /* (fwd_floats) */
     float* da;              /* (seg_cap × da_floats) adaptive: the pre-activation gradient of each transition */
     const float **pd, **pu; /* (seg_cap) adaptive: pointer lists for kern_outer_acc_seq */
 } LmBody;
-
-/* y (rows) = P[k] (rows×cols) · x, by kern_matvec; a static stream of a binary16 model reads θ0 as stored
- * when a hardware binary16 path exists (kern_matvec_h: the same values, products and order, so the same bits,
- * with half the memory traffic; never its scalar fallback, which converts in software and takes at most 4096
- * columns, fewer than an NPLM's (K-1)·D may be).  A body's matvecs go through here. */
-static inline void body_matvec(const LmBody* b, const float* const* P, int k, float* y, const float* x, int rows,
-                               int cols) {
-    if (b->p16[k] && kern_matvec_h_native())
-        kern_matvec_h(y, b->p16[k], x, rows, cols);
-    else
-        kern_matvec(y, P[k], x, rows, cols);
-}
 
 struct LmBodyOps {
     const char* name;                                    /* model type, as in a model file */

@@ -47,8 +47,8 @@ static int da_floats(int D, int H, int param) {
 static void step(LmBody* b, const float* const* P, const float* x, float* h) {
     int H = b->H;
     float *pre = b->fwd, *tmp = b->fwd + H;
-    body_matvec(b, P, WX, pre, x, H, b->D);
-    body_matvec(b, P, WH, tmp, h, H, H);
+    kern_matvec(pre, P[WX], x, H, b->D);
+    kern_matvec(tmp, P[WH], h, H, H);
     kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
     kern_tanh_vec(h, pre, H);
 }

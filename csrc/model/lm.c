@@ -31,7 +31,8 @@
  * seg_no counts non-empty segments since the reset (the first update is 1).
  *
  * Memory: LmWeights holds θ0 as stored (binary16 or float32, usually the caller's mapped file) plus a
- * float32 copy of the dense tensors.  A static Lm reads θ0 directly.  A dynamic Lm keeps a float32
+ * float32 copy of the dense tensors.  A static Lm reads the dense tensors from that copy and the big tables'
+ * rows (E, Wo, ...) from θ0 as stored.  A dynamic Lm keeps a float32
  * working copy of the dense tensors and copies a big-table row from θ0 only when a segment first touches
  * it (backward's touch pass, before any gradient is computed): rows of E and Bcase/Bgap by word id, Wo/bo a
  * whole class at a time (a class's rows are always touched together, so they share one catch-up count).
@@ -195,16 +196,17 @@ const LmBodyOps* lm_body_for(int arch) {
 
 size_t nlm_param_count(const NlmConfig* cfg) { return cfg ? lm_param_count(cfg, lm_body_for(cfg->arch)) : 0; }
 
+/* Every array of the weights and of a stream starts on a 64-byte line, so the rows of the body's matrices and
+ * of Wc (offsets and row lengths multiples of 16 floats: D, H % 16) never split a cache line in an AVX-512
+ * load (split loads made the float32 matvecs slower than reading binary16). */
 static void* walloc(size_t* bytes, size_t n, int zero) {
-    if (n == 0) n = 1;
-    void* p = zero ? calloc(1, n) : malloc(n);
+    n = (n + 63) & ~(size_t)63;
+    if (n == 0) n = 64;
+    void* p = aligned_alloc(64, n);
+    if (p && zero) memset(p, 0, n);
     if (p) *bytes += n;
     return p;
 }
-
-/* Tensor t's θ0 as stored in binary16, for a static stream of a binary16 model (which may read it in place of
- * the float32 copy: the same values); NULL otherwise.  m->adapt and m->w must be set. */
-static const uint16_t* theta0_half(const struct Lm* m, int t);
 
 /* θ0[o, o+n) as float32: a pointer into the block (float32 models) or converted into buf. */
 static const float* theta0(const LmWeights* w, size_t o, size_t n, float* buf) {
@@ -381,7 +383,6 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->body.adapt = m->adapt;
     m->deep_every = 1, m->shallow_emb = 0, m->deep = 1;
     m->w = w;
-    for (int k = 0; k < w->nb; k++) m->body.p16[k] = theta0_half(m, LM_BODY + k); /* body.h body_matvec */
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
     int ok = 1;
@@ -408,7 +409,7 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
         size_t capO = S * maxcs;
         if (capO > V) capO = V;
         m->capO = (int)capO;
-        /* the working block: its pages are touched only as rows are materialised (malloc, not calloc) */
+        /* the working block: its pages are touched only as rows are materialised (not zeroed) */
         ok &= (m->p = walloc(&m->bytes, w->np * 4, 0)) != NULL;
         ALLOC(t0, (maxcs * H > D ? maxcs * H : D) * 4);
         ALLOC(matE, V);
@@ -468,9 +469,6 @@ fail:
     return NULL;
 }
 
-static const uint16_t* theta0_half(const Lm* m, int t) {
-    return !m->adapt && m->w->half ? m->w->w16 + m->w->off[t] : NULL;
-}
 
 /* Dense tensor t as read by the forward and backward: the working copy (adaptive) or θ0 (static). */
 static const float* dense(const Lm* m, int t) {
@@ -663,15 +661,10 @@ void lm_params(const Lm* m, float* out) {
 
 /* ---- heads: forward ---- */
 
-/* class head: zc (C) = Wc (C×H) · h + bc (a static stream of a binary16 model reads Wc as stored, as the
- * word head and body_matvec do: the same values, so the same bits) */
+/* class head: zc (C) = Wc (C×H) · h + bc */
 static void class_logits(Lm* m) {
     if (m->zc_ok) return;
-    const uint16_t* wc16 = theta0_half(m, m->w->hd[LM_WC]);
-    if (wc16 && kern_matvec_h_native())
-        kern_matvec_h(m->zc, wc16, m->S, m->C, m->H);
-    else
-        kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
+    kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
     kern_add(m->zc, m->zc, dense(m, m->w->hd[LM_BC]), m->C);
     m->zc_ok = 1;
 }

@@ -58,8 +58,8 @@ static int da_floats(int D, int H, int param) {
 static void gates(LmBody* b, const float* const* P, const float* x, const float* h) {
     int H = b->H, H4 = 4 * b->H;
     float *a = A(b), *tmp = TMP(b), *gate = GATE(b);
-    body_matvec(b, P, WX, a, x, H4, b->D);
-    body_matvec(b, P, WH, tmp, h, H4, H);
+    kern_matvec(a, P[WX], x, H4, b->D);
+    kern_matvec(tmp, P[WH], h, H4, H);
     kern_add3(a, a, tmp, P[B], H4); /* (Wx·x + Wh·h) + b */
     for (int j = 0; j < H4; j++) tmp[j] = 0.5f * a[j];
     kern_tanh_vec(gate, tmp, 2 * H);                   /* tanh(0.5·a) of i and f */

@@ -46,8 +46,8 @@ static int da_floats(int D, int H, int K) {
 static void step(LmBody* b, const float* const* P, const float* x, float* S) {
     int H = b->H, D = b->D, nu = (b->param - 1) * b->D;
     float *h = S, *u = S + H, *pre = b->fwd, *tmp = b->fwd + H;
-    body_matvec(b, P, WX, pre, x, H, D);
-    body_matvec(b, P, WH, tmp, u, H, nu);
+    kern_matvec(pre, P[WX], x, H, D);
+    kern_matvec(tmp, P[WH], u, H, nu);
     kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·u) + bh */
     kern_tanh_vec(h, pre, H);
     memmove(u + D, u, (size_t)(nu - D) * 4);

@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
     size_t np = nlm_param_count(&cfg);
     float* params = malloc(sizeof(float) * np);
     /* k/1024 with |k| <= 307 is a binary16 value, as in a float16-stored model: the static mode then reads
-     * Wo, and on x86 with F16C also the body and Wc, through the binary16 path (kern_matvec_h), which must give
-     * the bits of the float path */
+     * Wo's rows through the binary16 path (kern_matvec_h), which must give the bits of the float path */
     for (size_t i = 0; i < np; i++) params[i] = (float)((int)(rng_next() % 615) - 307) / 1024.0f;
     for (uint32_t h = 0; h < 65536; h++) { /* exact binary16 <-> float32 round trip (NaNs excluded) */
         float f = kern_half_to_float((uint16_t)h);
