@@ -89,6 +89,11 @@ def test_linear_kernels_bit_identical(exes, tmp_path, rows, cols):
     out = np.frombuffer(ref, np.float32)
     mv, dots = out[:rows], out[rows:2 * rows]
     assert mv.tobytes() == dots.tobytes()
+    # the update kernels reading θ0 as binary16 give the bits of the float32 kernels on the converted θ0
+    assert len(out) == 2 * rows + 5 * cols + 3 * rows * cols + 4 * cols
+    h_sgd, f_sgd, h_dsgd, f_dsgd = out[-4 * cols:].reshape(4, cols)
+    assert h_sgd.tobytes() == f_sgd.tobytes() and h_dsgd.tobytes() == f_dsgd.tobytes()
+    assert h_sgd.tobytes() != y0.tobytes()
     canon = np.empty(rows, np.float32)
     with np.errstate(all="ignore"):
         for r in range(rows):

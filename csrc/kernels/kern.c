@@ -71,29 +71,55 @@ static inline float clampf(float s, float lim) {
     return a > nl ? a : nl;               /* maxps(a, -lim) */
 }
 
-static void decay_sgd_scalar(float* th, const float* th0, const float* g, float q, float step, float decay,
-                             float lim, int n) {
-    for (int i = 0; i < n; i++) {
-        float t = th[i] - th0[i];
-        float v = t * q;
-        float a = th0[i] + v;
-        float t2 = th0[i] - a;
-        float s = clampf(step * g[i], lim);
-        float u = a - s;
-        float w = decay * t2;
-        th[i] = u + w;
-    }
+/* binary16 weights may sit at any byte address (a mapped model file): read them with memcpy / loadu */
+static inline uint16_t ld16(const uint16_t* p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
 }
 
+/* The update kernels read θ0 as float32 or, for a binary16 model, as stored (TH0_F16: an exact conversion,
+ * so the same values and bits; half the bytes of the float32 copy). */
+#define TH0_F32(i) th0[i]
+#define TH0_F16(i) kern_half_to_float(ld16(th0 + (i)))
+
+#define DECAY_SGD_SCALAR_BODY(TH0)                                                                   \
+    for (int i = 0; i < n; i++) {                                                                    \
+        float z = TH0(i);                                                                            \
+        float t = th[i] - z;                                                                         \
+        float v = t * q;                                                                             \
+        float a = z + v;                                                                             \
+        float t2 = z - a;                                                                            \
+        float s = clampf(step * g[i], lim);                                                          \
+        float u = a - s;                                                                             \
+        float w = decay * t2;                                                                        \
+        th[i] = u + w;                                                                               \
+    }
+
+#define SGD_DECAY_SCALAR_BODY(TH0)                                                                   \
+    for (int i = 0; i < n; i++) {                                                                    \
+        float t = TH0(i) - th[i];                                                                    \
+        float s = clampf(step * g[i], lim);                                                          \
+        float u = th[i] - s;                                                                         \
+        float v = decay * t;                                                                         \
+        th[i] = u + v;                                                                               \
+    }
+
+static void decay_sgd_scalar(float* th, const float* th0, const float* g, float q, float step, float decay,
+                             float lim, int n) {
+    DECAY_SGD_SCALAR_BODY(TH0_F32)
+}
 static void sgd_decay_scalar(float* th, const float* th0, const float* g, float step, float decay, float lim,
                              int n) {
-    for (int i = 0; i < n; i++) {
-        float t = th0[i] - th[i];
-        float s = clampf(step * g[i], lim);
-        float u = th[i] - s;
-        float v = decay * t;
-        th[i] = u + v;
-    }
+    SGD_DECAY_SCALAR_BODY(TH0_F32)
+}
+static void decay_sgd_scalar_h(float* th, const uint16_t* th0, const float* g, float q, float step, float decay,
+                               float lim, int n) {
+    DECAY_SGD_SCALAR_BODY(TH0_F16)
+}
+static void sgd_decay_scalar_h(float* th, const uint16_t* th0, const float* g, float step, float decay,
+                               float lim, int n) {
+    SGD_DECAY_SCALAR_BODY(TH0_F16)
 }
 
 static void decay_toward_scalar(float* th, const float* th0, float q, int n) {
@@ -365,34 +391,51 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
     }
 }
 
+/* LOADZ(p): 8 θ0 values as __m256; TAIL: the scalar remainder. */
+#define DECAY_SGD_AVX2_BODY(LOADZ, TAIL)                                                             \
+    __m256 vq = _mm256_set1_ps(q), vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);            \
+    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);                                     \
+    int i = 0;                                                                                       \
+    for (; i + 8 <= n; i += 8) {                                                                     \
+        __m256 z = LOADZ(th0 + i);                                                                   \
+        __m256 a = _mm256_add_ps(z, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(th + i), z), vq));   \
+        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl); \
+        __m256 u = _mm256_sub_ps(a, s);                                                              \
+        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, _mm256_sub_ps(z, a))));          \
+    }                                                                                                \
+    TAIL(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
+
+#define SGD_DECAY_AVX2_BODY(LOADZ, TAIL)                                                             \
+    __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);                                    \
+    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);                                     \
+    int i = 0;                                                                                       \
+    for (; i + 8 <= n; i += 8) {                                                                     \
+        __m256 t = _mm256_loadu_ps(th + i);                                                          \
+        __m256 dt = _mm256_sub_ps(LOADZ(th0 + i), t);                                                \
+        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl); \
+        __m256 u = _mm256_sub_ps(t, s);                                                              \
+        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, dt)));                           \
+    }                                                                                                \
+    TAIL(th + i, th0 + i, g + i, step, decay, lim, n - i);
+
+#define LOAD_HALF8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
+
 __attribute__((target("avx2"))) static void decay_sgd_avx2(float* th, const float* th0, const float* g, float q,
                                                            float step, float decay, float lim, int n) {
-    __m256 vq = _mm256_set1_ps(q), vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
-    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 z = _mm256_loadu_ps(th0 + i);
-        __m256 a = _mm256_add_ps(z, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(th + i), z), vq));
-        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl);
-        __m256 u = _mm256_sub_ps(a, s);
-        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, _mm256_sub_ps(z, a))));
-    }
-    decay_sgd_scalar(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
+    DECAY_SGD_AVX2_BODY(_mm256_loadu_ps, decay_sgd_scalar)
 }
-
 __attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
                                                            float decay, float lim, int n) {
-    __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);
-    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 t = _mm256_loadu_ps(th + i);
-        __m256 dt = _mm256_sub_ps(_mm256_loadu_ps(th0 + i), t);
-        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl);
-        __m256 u = _mm256_sub_ps(t, s);
-        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, dt)));
-    }
-    sgd_decay_scalar(th + i, th0 + i, g + i, step, decay, lim, n - i);
+    SGD_DECAY_AVX2_BODY(_mm256_loadu_ps, sgd_decay_scalar)
+}
+__attribute__((target("avx2,f16c"))) static void decay_sgd_f16c(float* th, const uint16_t* th0, const float* g,
+                                                                float q, float step, float decay, float lim,
+                                                                int n) {
+    DECAY_SGD_AVX2_BODY(LOAD_HALF8, decay_sgd_scalar_h)
+}
+__attribute__((target("avx2,f16c"))) static void sgd_decay_f16c(float* th, const uint16_t* th0, const float* g,
+                                                                float step, float decay, float lim, int n) {
+    SGD_DECAY_AVX2_BODY(LOAD_HALF8, sgd_decay_scalar_h)
 }
 
 __attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const float* th0, float q, int n) {
@@ -417,7 +460,6 @@ static int kern_has_f16c(void) {
     return v;
 }
 
-#define LOAD_HALF8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
 __attribute__((target("avx2,f16c"))) static void matvec_h_f16c(float* y, const uint16_t* W, const float* x,
                                                                int rows, int cols) {
     MATVEC_AVX2_BODY(uint16_t, LOAD_HALF8)
@@ -633,35 +675,49 @@ __attribute__((target("avx512f"))) static void outer_acc_seq_avx512(float* G, co
     if (k0 < cols) outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first, k0);
 }
 
+#define DECAY_SGD_AVX512_BODY(LOADZ, TAIL)                                                           \
+    __m512 vq = _mm512_set1_ps(q), vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);            \
+    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);                                     \
+    int i = 0;                                                                                       \
+    for (; i + 16 <= n; i += 16) {                                                                   \
+        __m512 z = LOADZ(th0 + i);                                                                   \
+        __m512 a = _mm512_add_ps(z, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(th + i), z), vq));   \
+        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl); \
+        __m512 u = _mm512_sub_ps(a, s);                                                              \
+        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, _mm512_sub_ps(z, a))));          \
+    }                                                                                                \
+    TAIL(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
+
+#define SGD_DECAY_AVX512_BODY(LOADZ, TAIL)                                                           \
+    __m512 vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);                                    \
+    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);                                     \
+    int i = 0;                                                                                       \
+    for (; i + 16 <= n; i += 16) {                                                                   \
+        __m512 t = _mm512_loadu_ps(th + i);                                                          \
+        __m512 dt = _mm512_sub_ps(LOADZ(th0 + i), t);                                                \
+        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl); \
+        __m512 u = _mm512_sub_ps(t, s);                                                              \
+        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, dt)));                           \
+    }                                                                                                \
+    TAIL(th + i, th0 + i, g + i, step, decay, lim, n - i);
+
 __attribute__((target("avx512f"))) static void decay_sgd_avx512(float* th, const float* th0, const float* g,
                                                                 float q, float step, float decay, float lim,
                                                                 int n) {
-    __m512 vq = _mm512_set1_ps(q), vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);
-    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 z = _mm512_loadu_ps(th0 + i);
-        __m512 a = _mm512_add_ps(z, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(th + i), z), vq));
-        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl);
-        __m512 u = _mm512_sub_ps(a, s);
-        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, _mm512_sub_ps(z, a))));
-    }
-    decay_sgd_avx2(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
+    DECAY_SGD_AVX512_BODY(_mm512_loadu_ps, decay_sgd_avx2)
 }
-
 __attribute__((target("avx512f"))) static void sgd_decay_avx512(float* th, const float* th0, const float* g,
                                                                 float step, float decay, float lim, int n) {
-    __m512 vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);
-    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 t = _mm512_loadu_ps(th + i);
-        __m512 dt = _mm512_sub_ps(_mm512_loadu_ps(th0 + i), t);
-        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl);
-        __m512 u = _mm512_sub_ps(t, s);
-        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, dt)));
-    }
-    sgd_decay_avx2(th + i, th0 + i, g + i, step, decay, lim, n - i);
+    SGD_DECAY_AVX512_BODY(_mm512_loadu_ps, sgd_decay_avx2)
+}
+__attribute__((target("avx512f"))) static void decay_sgd_avx512_h(float* th, const uint16_t* th0, const float* g,
+                                                                  float q, float step, float decay, float lim,
+                                                                  int n) {
+    DECAY_SGD_AVX512_BODY(LOAD_HALF16, decay_sgd_f16c)
+}
+__attribute__((target("avx512f"))) static void sgd_decay_avx512_h(float* th, const uint16_t* th0, const float* g,
+                                                                  float step, float decay, float lim, int n) {
+    SGD_DECAY_AVX512_BODY(LOAD_HALF16, sgd_decay_f16c)
 }
 
 __attribute__((target("avx512f"))) static void decay_toward_avx512(float* th, const float* th0, float q, int n) {
@@ -745,12 +801,6 @@ int kern_float_to_half_exact(float f, uint16_t* h) {
     return kern_half_to_float(*h) == f;
 }
 
-/* binary16 weights may sit at any byte address (a mapped model file): read them with memcpy / loadu */
-static inline uint16_t ld16(const uint16_t* p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
 
 void kern_matvec_h(float* y, const uint16_t* W16, const float* x, int rows, int cols) {
 #if KERN_X86
@@ -856,6 +906,37 @@ void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float 
     }
 #endif
     decay_sgd_scalar(th, th0, g, q, step, decay, lim, n);
+}
+
+void kern_decay_sgd_h(float* th, const uint16_t* th0, const float* g, float q, float step, float decay, float lim,
+                      int n) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        decay_sgd_avx512_h(th, th0, g, q, step, decay, lim, n);
+        return;
+    }
+    if (lvl >= 2 && kern_has_f16c()) {
+        decay_sgd_f16c(th, th0, g, q, step, decay, lim, n);
+        return;
+    }
+#endif
+    decay_sgd_scalar_h(th, th0, g, q, step, decay, lim, n);
+}
+
+void kern_sgd_decay_h(float* th, const uint16_t* th0, const float* g, float step, float decay, float lim, int n) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        sgd_decay_avx512_h(th, th0, g, step, decay, lim, n);
+        return;
+    }
+    if (lvl >= 2 && kern_has_f16c()) {
+        sgd_decay_f16c(th, th0, g, step, decay, lim, n);
+        return;
+    }
+#endif
+    sgd_decay_scalar_h(th, th0, g, step, decay, lim, n);
 }
 
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n) {

@@ -68,6 +68,12 @@ void kern_decay_toward(float* th, const float* th0, float q, int n);
 void kern_decay_sgd(float* th, const float* th0, const float* g, float q, float step, float decay, float lim,
                     int n);
 
+/* kern_sgd_decay / kern_decay_sgd with θ0 stored as IEEE binary16 (any address): the same bits as on θ0
+ * converted to float32 (the conversion is exact), with half the bytes read. */
+void kern_sgd_decay_h(float* th, const uint16_t* th0, const float* g, float step, float decay, float lim, int n);
+void kern_decay_sgd_h(float* th, const uint16_t* th0, const float* g, float q, float step, float decay, float lim,
+                      int n);
+
 /* exp(x), part of the format.  Exact expression (all float32, each step rounded):
  *   x = (x < 88 ? x : 88);  x = (x > -87 ? x : -87)         (so NaN -> 88, ±inf -> 88 / -87)
  *   t = x * 1.44269504088896341f;  u = t + 12582912.0f;  f = u - 12582912.0f     (f = round(t), RNE)

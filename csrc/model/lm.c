@@ -105,7 +105,6 @@ struct Lm {
 
     /* ---- adapted weights (adaptive) ---- */
     float* p;  /* (np) the block in float32: dense tensors always valid, a big-table row only once materialised */
-    float* t0; /* (max(maxcs*H, D)) θ0 rows converted for the update */
     uint8_t *matE, *matB, *matC; /* (V) (V) (C): the row of E, of Bcase+Bgap, the class block of Wo+bo is in p */
 
     /* ---- segment (adaptive) ---- */
@@ -213,6 +212,12 @@ static const float* theta0(const LmWeights* w, size_t o, size_t n, float* buf) {
     if (!w->half) return w->w32 + o;
     kern_half_to_float_vec(buf, w->w16 + o, n);
     return buf;
+}
+
+/* θ0[o, o+n) converted or copied into dst. */
+static void theta0_into(const LmWeights* w, size_t o, size_t n, float* dst) {
+    if (w->half) kern_half_to_float_vec(dst, w->w16 + o, n);
+    else memcpy(dst, w->w32 + o, n * 4);
 }
 
 static int host_little_endian(void) {
@@ -360,7 +365,7 @@ void lm_free(Lm* m) {
     if (!m) return;
     void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
                   m->qc, m->qw, m->pk, m->mzc, m->mzw,
-                  m->p,    m->t0,   m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
+                  m->p,    m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
                   m->slB,  m->lsE,  m->lsO,  m->lsB,  m->lsC,   m->dS,    m->dSn,    m->dx,     m->bzc,
                   m->bzw,  m->bzk,  m->bzg,  m->bx,   (void*)m->pd, (void*)m->px, m->stC, m->lastE, m->lastC,
@@ -411,7 +416,6 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
         m->capO = (int)capO;
         /* the working block: its pages are touched only as rows are materialised (not zeroed) */
         ok &= (m->p = walloc(&m->bytes, w->np * 4, 0)) != NULL;
-        ALLOC(t0, (maxcs * H > D ? maxcs * H : D) * 4);
         ALLOC(matE, V);
         ALLOC(matB, V);
         ALLOC(matC, C);
@@ -527,9 +531,9 @@ static void mat_c(Lm* m, int c) {
     const LmWeights* w = m->w;
     size_t a = (size_t)w->cs[c], n = (size_t)(w->cs[c + 1] - w->cs[c]), H = (size_t)m->H;
     size_t o = w->off[w->hd[LM_WO]] + a * H;
-    memcpy(m->p + o, theta0(w, o, n * H, m->t0), n * H * 4);
+    theta0_into(w, o, n * H, m->p + o);
     o = w->off[w->hd[LM_BO]] + a;
-    memcpy(m->p + o, theta0(w, o, n, m->t0), n * 4);
+    theta0_into(w, o, n, m->p + o);
     m->matC[c] = 1;
 }
 
@@ -981,16 +985,20 @@ static void backward(Lm* m) {
 
 /* ---- the update (§6) ---- */
 
-/* The update of n parameters th[0..n) (θ0 t0, gradient g) that last moved at update `last`: catch up the
- * k = seg_no - last - 1 decays they missed, then the step (one elementwise kernel: any grouping of rows
- * gives the same bits). */
-static void update_rows(Lm* m, float* th, const float* t0, const float* g, size_t n, float step, uint32_t last) {
+/* The update of the n parameters at offset o of the block (th = p + o, gradient g) that last moved at update
+ * `last`: catch up the k = seg_no - last - 1 decays they missed, then the step (one elementwise kernel: any
+ * grouping of rows gives the same bits).  θ0 is read as stored (binary16 or float32). */
+static void update_rows(Lm* m, size_t o, const float* g, size_t n, float step, uint32_t last) {
     const LmWeights* w = m->w;
     uint32_t k = m->seg_no - last - 1;
-    if (k > 0)
-        kern_decay_sgd(th, t0, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
-    else
-        kern_sgd_decay(th, t0, g, step, w->decay, w->lim, (int)n);
+    float* th = m->p + o;
+    if (w->half) {
+        if (k > 0) kern_decay_sgd_h(th, w->w16 + o, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
+        else kern_sgd_decay_h(th, w->w16 + o, g, step, w->decay, w->lim, (int)n);
+    } else {
+        if (k > 0) kern_decay_sgd(th, w->w32 + o, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
+        else kern_sgd_decay(th, w->w32 + o, g, step, w->decay, w->lim, (int)n);
+    }
 }
 
 static void update(Lm* m) {
@@ -1003,13 +1011,18 @@ static void update(Lm* m) {
         int t = W->dense_t[i];
         if (!m->deep && t >= LM_BODY && t < LM_BODY + nb) continue; /* the body: deep segments only */
         if (!adapt_e && (t == LM_ECASE || t == LM_EGAP)) continue;
-        kern_sgd_decay(p + W->off[t], W->dense + W->doff[t], m->gd + W->doff[t], W->step[t], W->decay, W->lim,
-                       (int)(W->off[t + 1] - W->off[t]));
+        float* th = p + W->off[t];
+        const float* g = m->gd + W->doff[t];
+        int n = (int)(W->off[t + 1] - W->off[t]);
+        if (W->half) /* θ0 as stored: half the bytes of the float32 copy, the same values */
+            kern_sgd_decay_h(th, W->w16 + W->off[t], g, W->step[t], W->decay, W->lim, n);
+        else
+            kern_sgd_decay(th, W->w32 + W->off[t], g, W->step[t], W->decay, W->lim, n);
     }
     for (int i = 0; i < m->nE; i++) {
         int r = m->lsE[i];
         size_t o = W->off[LM_E] + (size_t)r * D;
-        update_rows(m, p + o, theta0(W, o, D, m->t0), m->gE + (size_t)i * D, D, W->step[LM_E], m->lastE[r]);
+        update_rows(m, o, m->gE + (size_t)i * D, D, W->step[LM_E], m->lastE[r]);
         m->lastE[r] = m->seg_no;
     }
     /* Wo and bo a class at a time: its rows have consecutive gradient slots and one catch-up count */
@@ -1017,17 +1030,17 @@ static void update(Lm* m) {
         int c = m->lsC[i], a = W->cs[c];
         size_t n = (size_t)(W->cs[c + 1] - a), sl = (size_t)m->slO[a];
         size_t o = W->off[tWo] + (size_t)a * H;
-        update_rows(m, p + o, theta0(W, o, n * H, m->t0), m->gWo + sl * H, n * H, W->step[tWo], m->lastC[c]);
+        update_rows(m, o, m->gWo + sl * H, n * H, W->step[tWo], m->lastC[c]);
         o = W->off[tbo] + (size_t)a;
-        update_rows(m, p + o, theta0(W, o, n, m->t0), m->gbo + sl, n, W->step[tbo], m->lastC[c]);
+        update_rows(m, o, m->gbo + sl, n, W->step[tbo], m->lastC[c]);
         m->lastC[c] = m->seg_no;
     }
     for (int i = 0; i < m->nB; i++) {
         int r = m->lsB[i];
         size_t o = W->off[tBc] + (size_t)r * 4;
-        update_rows(m, p + o, theta0(W, o, 4, m->t0), m->gBc + (size_t)i * 4, 4, W->step[tBc], m->lastB[r]);
+        update_rows(m, o, m->gBc + (size_t)i * 4, 4, W->step[tBc], m->lastB[r]);
         o = W->off[tBg] + (size_t)r * 8;
-        update_rows(m, p + o, theta0(W, o, 8, m->t0), m->gBg + (size_t)i * 8, 8, W->step[tBg], m->lastB[r]);
+        update_rows(m, o, m->gBg + (size_t)i * 8, 8, W->step[tBg], m->lastB[r]);
         m->lastB[r] = m->seg_no;
     }
 }

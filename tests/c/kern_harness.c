@@ -7,6 +7,8 @@
  *              y0 + d[0]*x [cols], sgd_decay(th=y0, th0=x, g=W[0], step=d[0], decay=d[1]) [cols],
  *              decay_toward(th=y0, th0=x, q=d[2]) [cols], decay_sgd(y0, x, W[0], q=d[2], d[0], d[1]) [cols],
  *              W + Σ_i dd[i]⊗xx[i] and 0 + Σ_i dd[i]⊗xx[i] (dd = d, W[0..rows), d; xx = x, y0, W[0..cols)) [2*rows*cols]
+ *              with θ0 = h, binary16 patterns from x's bits (hf: h as float32), on th = y0's first cols-1:
+ *              sgd_decay_h(h), sgd_decay(hf), decay_sgd_h(h), decay_sgd(hf) [4*cols]
  *   OP = math: IN = int32 n; float32 x[n]
  *        OUT = exp_vec [n], kern_exp [n], tanh_vec [n], kern_tanh [n]
  *   OP = log: IN = int32 n; float32 x[n]
@@ -87,6 +89,26 @@ int main(int argc, char** argv) {
             kern_outer_acc_seq(G, dd, xx, 3, R, K, z);
             fwrite(G, 4, (size_t)R * K, o);
         }
+        /* θ0 stored as binary16 (finite patterns derived from x's bits), n = K - 1 so every path has a tail */
+        uint16_t* h = malloc((size_t)K * 2);
+        float* hf = malloc((size_t)K * 4);
+        for (int i = 0; i < K; i++) {
+            uint32_t b;
+            memcpy(&b, &x[i], 4);
+            h[i] = (uint16_t)((b * 2654435761u) >> 16);
+            if (((h[i] >> 10) & 31) == 31) h[i] = (uint16_t)(h[i] & 0xBFFFu); /* no inf / NaN in a model */
+            hf[i] = kern_half_to_float(h[i]);
+        }
+        for (int v = 0; v < 4; v++) {
+            memcpy(y, y0, (size_t)K * 4);
+            if (v == 0) kern_sgd_decay_h(y, h, W, d[0], d[1], 0.25f, K - 1);
+            if (v == 1) kern_sgd_decay(y, hf, W, d[0], d[1], 0.25f, K - 1);
+            if (v == 2) kern_decay_sgd_h(y, h, W, d[2], d[0], d[1], 0.25f, K - 1);
+            if (v == 3) kern_decay_sgd(y, hf, W, d[2], d[0], d[1], 0.25f, K - 1);
+            fwrite(y, 4, K, o);
+        }
+        free(h);
+        free(hf);
     } else if (!strcmp(argv[1], "math")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1) die("short read");
