@@ -442,7 +442,17 @@ __attribute__((target("avx512f"))) static uint64_t exp_u40_avx512(uint32_t* ebit
         _mm512_storeu_si512((void*)l, alo);
         for (int j = 0; j < 16; j++) shi += h[j], slo += l[j];
     }
-    return (shi << 20) + slo + exp_u40_avx2(ebits + i, z + i, m, n - i); /* the tail: exact integer sums */
+    if (i < n) { /* the tail in one masked register: lanes past n are neither stored nor summed */
+        __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), vm));
+        _mm512_mask_storeu_epi32((void*)(ebits + i), k, _mm512_castps_si512(e));
+        U40_SPLIT(__m512, __m512i, _mm512)
+        uint32_t h[16], l[16];
+        _mm512_storeu_si512((void*)h, _mm512_maskz_mov_epi32(k, hi));
+        _mm512_storeu_si512((void*)l, _mm512_maskz_mov_epi32(k, lo));
+        for (int j = 0; j < 16; j++) shi += h[j], slo += l[j];
+    }
+    return (shi << 20) + slo; /* exact integer sums: any order */
 }
 
 __attribute__((target("avx2"))) static void exp_sub_avx2(float* p, const float* z, float m, int n) {
@@ -476,8 +486,8 @@ __attribute__((target("avx512f"))) static int div_avx512(float* p, const float* 
 
 /* scale_u40 on W lanes: hi, lo from U40_SPLIT (32-bit lanes); even and odd lanes through mul_epu32 (64-bit
  * lanes), then the results packed back into 32-bit lanes; F summed in 32-bit lanes (partial sums <= F).  The
- * tail goes to the next narrower form (TAIL), so at most 3 elements run scalar: every form gives the scalar
- * integers. */
+ * tail goes to the next narrower form (TAIL), so at most 3 elements run scalar, or for AVX-512 into one
+ * masked register: every form gives the scalar integers. */
 #define U40_SCALE_BODY(PS, SI, pre, sfx, W, SET64, TAIL)                                              \
     SI vmh = SET64((long long)(M >> 32)), vml = SET64((long long)(M & 0xFFFFFFFFu));                  \
     SI m12 = SET64(0xFFF), lo32 = SET64(0xFFFFFFFFll), one = pre##_set1_epi32(1);                     \
@@ -485,25 +495,43 @@ __attribute__((target("avx512f"))) static int div_avx512(float* p, const float* 
     int i = 0;                                                                                        \
     for (; i + W <= n; i += W) {                                                                      \
         PS e = pre##_loadu_ps((const float*)(f + i));                                                 \
-        U40_SPLIT(PS, SI, pre)                                                                        \
-        SI r[2];                                                                                      \
-        for (int h = 0; h < 2; h++) {                                                                 \
-            SI vh = h ? pre##_srli_epi64(hi, 32) : hi, vl = h ? pre##_srli_epi64(lo, 32) : lo;        \
-            SI A = pre##_mul_epu32(vh, vmh), B = pre##_mul_epu32(vl, vmh);                            \
-            SI C = pre##_mul_epu32(vh, vml), D = pre##_mul_epu32(vl, vml);                            \
-            SI t = pre##_add_epi64(pre##_slli_epi64(pre##_and_##sfx(C, m12), 20), D);                 \
-            SI Q = pre##_add_epi64(pre##_add_epi64(pre##_slli_epi64(A, 20), B),                       \
-                                   pre##_add_epi64(pre##_srli_epi64(C, 12), pre##_srli_epi64(t, 32))); \
-            r[h] = pre##_srli_epi64(Q, 32);                                                           \
-        }                                                                                             \
-        SI fv = pre##_add_epi32(pre##_or_##sfx(pre##_and_##sfx(r[0], lo32), pre##_slli_epi64(r[1], 32)), one); \
+        U40_SCALE_STEP(PS, SI, pre, sfx)                                                              \
         pre##_storeu_##sfx((void*)(f + i), fv);                                                       \
         acc = pre##_add_epi32(acc, fv);                                                               \
     }                                                                                                 \
+    U40_SCALE_TAIL_##W                                                                                \
     uint32_t lanes[W], F = 0;                                                                         \
     pre##_storeu_##sfx((void*)lanes, acc);                                                            \
     for (int j = 0; j < W; j++) F += lanes[j];                                                        \
     return F + TAIL(f + i, M, n - i);
+
+/* e (W floats) -> fv (W lanes of 1 + floor(u*M / 2^64)) */
+#define U40_SCALE_STEP(PS, SI, pre, sfx)                                                              \
+    U40_SPLIT(PS, SI, pre)                                                                            \
+    SI r[2];                                                                                          \
+    for (int h = 0; h < 2; h++) {                                                                     \
+        SI vh = h ? pre##_srli_epi64(hi, 32) : hi, vl = h ? pre##_srli_epi64(lo, 32) : lo;            \
+        SI A = pre##_mul_epu32(vh, vmh), B = pre##_mul_epu32(vl, vmh);                                \
+        SI C = pre##_mul_epu32(vh, vml), D = pre##_mul_epu32(vl, vml);                                \
+        SI t = pre##_add_epi64(pre##_slli_epi64(pre##_and_##sfx(C, m12), 20), D);                     \
+        SI Q = pre##_add_epi64(pre##_add_epi64(pre##_slli_epi64(A, 20), B),                           \
+                               pre##_add_epi64(pre##_srli_epi64(C, 12), pre##_srli_epi64(t, 32)));    \
+        r[h] = pre##_srli_epi64(Q, 32);                                                               \
+    }                                                                                                 \
+    SI fv = pre##_add_epi32(pre##_or_##sfx(pre##_and_##sfx(r[0], lo32), pre##_slli_epi64(r[1], 32)), one);
+
+/* The narrower forms pass their tail on (TAIL); AVX-512 finishes in one masked register, leaving i = n. */
+#define U40_SCALE_TAIL_4
+#define U40_SCALE_TAIL_8
+#define U40_SCALE_TAIL_16                                                                             \
+    if (i < n) {                                                                                      \
+        __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);                                              \
+        __m512 e = _mm512_maskz_loadu_ps(k, (const float*)(f + i));                                   \
+        U40_SCALE_STEP(__m512, __m512i, _mm512, si512)                                                \
+        _mm512_mask_storeu_epi32((void*)(f + i), k, fv);                                              \
+        acc = _mm512_mask_add_epi32(acc, k, acc, fv);                                                 \
+        i = n;                                                                                        \
+    }
 
 static uint32_t u40_scale_sse2(uint32_t* f, uint64_t M, int n) {
     U40_SCALE_BODY(__m128, __m128i, _mm, si128, 4, _mm_set1_epi64x, u40_scale_scalar)
