@@ -33,7 +33,8 @@ STAGES = {
     "forward glue (bias adds, embedding sum, pre-activation)": {
         "lm.c": ["class_logits", "word_logits", "case_logits", "gap_logits", "lm_class_logits",
                  "lm_word_logits", "lm_case_logits", "lm_gap_logits", "input_vec", "lm_advance", "body_tensors",
-                 "invalidate", "lm_class_of", "lm_class_start", "lm_hidden"],
+                 "invalidate", "lm_class_of", "lm_class_start", "lm_hidden", "dense", "theta0", "e_row",
+                 "bcase_row", "bgap_row"],
         "elman.c": ["step"],
         "kern.c": ["kern_add", "kern_add3", "add_scalar", "add3_scalar", "add_avx2", "add3_avx2", "add_avx512",
                    "add3_avx512"]},
@@ -46,9 +47,12 @@ STAGES = {
                                         "u40_scale_avx512", "scale_u40"],
                         "kern.h": ["kern_to_u40"]},
     "range coder": {"rc.c": "*all"},
-    "speller, cache, gap blending": {"speller.c": "*all", "gapmix.c": "*all"},
+    "speller, cache, gap blending": {"speller.c": "*all", "gapmix.c": "*all", "cm.c": "*all"},
+    "token experts (match model, token cache, body mixer)": {"tokmatch.c": "*all", "tokcache.c": "*all",
+                                                             "bodymix.c": "*all"},
     "step glue (codec.c, fp env, stats)": {"codec.c": "*all", "fpenv.h": "*all"},
-    "backward": {"lm.c": ["backward", "touch", "end_segment", "lm_end_segment", "input_backward", "body_grads"],
+    "backward": {"lm.c": ["backward", "touch", "end_segment", "lm_end_segment", "input_backward", "body_grads",
+                          "mat_e", "mat_b", "mat_c", "theta0_into", "segment_easy"],
                  "elman.c": ["bwd_begin", "bwd_token", "bwd_finish"],
                  "kern.c": ["kern_matvec_t_acc", "matvec_t_acc_avx2", "matvec_t_acc_avx512", "kern_outer_acc",
                             "kern_outer_acc_seq", "outer_acc_seq_scalar", "outer_acc_seq_avx2",
@@ -60,12 +64,16 @@ STAGES = {
                "kern.c": ["kern_sgd_decay", "kern_decay_sgd", "kern_decay_toward", "sgd_decay_scalar",
                           "decay_sgd_scalar", "decay_toward_scalar", "sgd_decay_avx2", "decay_sgd_avx2",
                           "decay_toward_avx2", "sgd_decay_avx512", "decay_sgd_avx512", "decay_toward_avx512",
-                          "clampf", "kern_sgd_decay_idx"]},
+                          "clampf", "kern_sgd_decay_idx", "kern_sgd_decay_h", "kern_decay_sgd_h",
+                          "sgd_decay_scalar_h", "decay_sgd_scalar_h", "sgd_decay_f16c", "decay_sgd_f16c",
+                          "sgd_decay_avx512_h", "decay_sgd_avx512_h"]},
 }
 STAGE_ORDER = list(STAGES) + ["unattributed"]
 INHERIT = {"kern_exp", "kern_exp_vec", "exp_sse2", "exp_avx2", "exp_vec_avx2", "exp_avx512", "exp_vec_avx512",
            "kern_simd_level", "kern_has_f16c", "kern_set_simd_cap", "simd_level_raw", "max_nonnan",
-           "max_nonnan_sse2", "max_nonnan_avx2", "max_nonnan_avx512", "finite_f"}
+           "max_nonnan_sse2", "max_nonnan_avx2", "max_nonnan_avx512", "finite_f", "ld16",
+           "kern_half_to_float_vec", "half_to_float_f16c", "kern_mix2_dot", "kern_mix2_train", "mix2_dot_scalar",
+           "mix2_train_scalar", "mix2_dot_avx2", "mix2_train_avx2", "mix_delta_avx2"}
 
 CHILD = r"""
 import json, sys

@@ -34,12 +34,13 @@ import numpy as np
 import pytest
 
 from nlmcodec import reference as ref
-from nlmcodec._core import Codec, lex_tokens
+from nlmcodec._core import MAX_MODEL_TOKENS, Codec, lex_tokens
 from nlmcodec._model import Model
 
 V, D, H, C, SEG = 16384, 128, 256, 128, 20
 LR, DECAY, EPS = 1e-3, 2e-3, 1e-5
-N_TOKENS_C = int(os.environ.get("NLM_ENGINE_TOKENS", 100000))        # C runs: whole text
+# C runs: the whole text as one block, so at most MAX_MODEL_TOKENS tokens (END included; format 7, §3.5)
+N_TOKENS_C = min(int(os.environ.get("NLM_ENGINE_TOKENS", MAX_MODEL_TOKENS)), MAX_MODEL_TOKENS)
 N_TOKENS_NP = {"static": 8000, "dynamic": 3000}                      # numpy runs: a prefix
 TARGET = {"static": 40000, "dynamic": 10000}                         # tokens/s (C engine)
 ROUNDS, WARMUP = 3, 1
