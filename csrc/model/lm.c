@@ -473,7 +473,6 @@ fail:
     return NULL;
 }
 
-
 /* Dense tensor t as read by the forward and backward: the working copy (adaptive) or θ0 (static). */
 static const float* dense(const Lm* m, int t) {
     return m->adapt ? m->p + m->w->off[t] : m->w->dense + m->w->doff[t];
