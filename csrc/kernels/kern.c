@@ -391,30 +391,31 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
     }
 }
 
-/* LOADZ(p): 8 θ0 values as __m256; TAIL: the scalar remainder. */
-#define DECAY_SGD_AVX2_BODY(LOADZ, TAIL)                                                             \
-    __m256 vq = _mm256_set1_ps(q), vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);            \
-    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);                                     \
+/* The update kernels on W lanes (pre: _mm256 or _mm512; PS its float vector); LOADZ(p): W θ0 values as PS;
+ * TAIL: the next narrower form, for the remainder. */
+#define DECAY_SGD_SIMD_BODY(PS, pre, W, LOADZ, TAIL)                                                 \
+    PS vq = pre##_set1_ps(q), vs = pre##_set1_ps(step), vd = pre##_set1_ps(decay);                   \
+    PS vl = pre##_set1_ps(lim), vnl = pre##_set1_ps(-lim);                                           \
     int i = 0;                                                                                       \
-    for (; i + 8 <= n; i += 8) {                                                                     \
-        __m256 z = LOADZ(th0 + i);                                                                   \
-        __m256 a = _mm256_add_ps(z, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(th + i), z), vq));   \
-        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl); \
-        __m256 u = _mm256_sub_ps(a, s);                                                              \
-        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, _mm256_sub_ps(z, a))));          \
+    for (; i + W <= n; i += W) {                                                                     \
+        PS z = LOADZ(th0 + i);                                                                       \
+        PS a = pre##_add_ps(z, pre##_mul_ps(pre##_sub_ps(pre##_loadu_ps(th + i), z), vq));           \
+        PS s = pre##_max_ps(pre##_min_ps(pre##_mul_ps(vs, pre##_loadu_ps(g + i)), vl), vnl);         \
+        PS u = pre##_sub_ps(a, s);                                                                   \
+        pre##_storeu_ps(th + i, pre##_add_ps(u, pre##_mul_ps(vd, pre##_sub_ps(z, a))));              \
     }                                                                                                \
     TAIL(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
 
-#define SGD_DECAY_AVX2_BODY(LOADZ, TAIL)                                                             \
-    __m256 vs = _mm256_set1_ps(step), vd = _mm256_set1_ps(decay);                                    \
-    __m256 vl = _mm256_set1_ps(lim), vnl = _mm256_set1_ps(-lim);                                     \
+#define SGD_DECAY_SIMD_BODY(PS, pre, W, LOADZ, TAIL)                                                 \
+    PS vs = pre##_set1_ps(step), vd = pre##_set1_ps(decay);                                          \
+    PS vl = pre##_set1_ps(lim), vnl = pre##_set1_ps(-lim);                                           \
     int i = 0;                                                                                       \
-    for (; i + 8 <= n; i += 8) {                                                                     \
-        __m256 t = _mm256_loadu_ps(th + i);                                                          \
-        __m256 dt = _mm256_sub_ps(LOADZ(th0 + i), t);                                                \
-        __m256 s = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(g + i)), vl), vnl); \
-        __m256 u = _mm256_sub_ps(t, s);                                                              \
-        _mm256_storeu_ps(th + i, _mm256_add_ps(u, _mm256_mul_ps(vd, dt)));                           \
+    for (; i + W <= n; i += W) {                                                                     \
+        PS t = pre##_loadu_ps(th + i);                                                               \
+        PS dt = pre##_sub_ps(LOADZ(th0 + i), t);                                                     \
+        PS s = pre##_max_ps(pre##_min_ps(pre##_mul_ps(vs, pre##_loadu_ps(g + i)), vl), vnl);         \
+        PS u = pre##_sub_ps(t, s);                                                                   \
+        pre##_storeu_ps(th + i, pre##_add_ps(u, pre##_mul_ps(vd, dt)));                              \
     }                                                                                                \
     TAIL(th + i, th0 + i, g + i, step, decay, lim, n - i);
 
@@ -422,20 +423,20 @@ __attribute__((target("avx2"))) static void outer_acc_seq_avx2(float* G, const f
 
 __attribute__((target("avx2"))) static void decay_sgd_avx2(float* th, const float* th0, const float* g, float q,
                                                            float step, float decay, float lim, int n) {
-    DECAY_SGD_AVX2_BODY(_mm256_loadu_ps, decay_sgd_scalar)
+    DECAY_SGD_SIMD_BODY(__m256, _mm256, 8, _mm256_loadu_ps, decay_sgd_scalar)
 }
 __attribute__((target("avx2"))) static void sgd_decay_avx2(float* th, const float* th0, const float* g, float step,
                                                            float decay, float lim, int n) {
-    SGD_DECAY_AVX2_BODY(_mm256_loadu_ps, sgd_decay_scalar)
+    SGD_DECAY_SIMD_BODY(__m256, _mm256, 8, _mm256_loadu_ps, sgd_decay_scalar)
 }
 __attribute__((target("avx2,f16c"))) static void decay_sgd_f16c(float* th, const uint16_t* th0, const float* g,
                                                                 float q, float step, float decay, float lim,
                                                                 int n) {
-    DECAY_SGD_AVX2_BODY(LOAD_HALF8, decay_sgd_scalar_h)
+    DECAY_SGD_SIMD_BODY(__m256, _mm256, 8, LOAD_HALF8, decay_sgd_scalar_h)
 }
 __attribute__((target("avx2,f16c"))) static void sgd_decay_f16c(float* th, const uint16_t* th0, const float* g,
                                                                 float step, float decay, float lim, int n) {
-    SGD_DECAY_AVX2_BODY(LOAD_HALF8, sgd_decay_scalar_h)
+    SGD_DECAY_SIMD_BODY(__m256, _mm256, 8, LOAD_HALF8, sgd_decay_scalar_h)
 }
 
 __attribute__((target("avx2"))) static void decay_toward_avx2(float* th, const float* th0, float q, int n) {
@@ -675,49 +676,23 @@ __attribute__((target("avx512f"))) static void outer_acc_seq_avx512(float* G, co
     if (k0 < cols) outer_acc_seq_avx2(G, d, x, T, rows, cols, zero_first, k0);
 }
 
-#define DECAY_SGD_AVX512_BODY(LOADZ, TAIL)                                                           \
-    __m512 vq = _mm512_set1_ps(q), vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);            \
-    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);                                     \
-    int i = 0;                                                                                       \
-    for (; i + 16 <= n; i += 16) {                                                                   \
-        __m512 z = LOADZ(th0 + i);                                                                   \
-        __m512 a = _mm512_add_ps(z, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(th + i), z), vq));   \
-        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl); \
-        __m512 u = _mm512_sub_ps(a, s);                                                              \
-        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, _mm512_sub_ps(z, a))));          \
-    }                                                                                                \
-    TAIL(th + i, th0 + i, g + i, q, step, decay, lim, n - i);
-
-#define SGD_DECAY_AVX512_BODY(LOADZ, TAIL)                                                           \
-    __m512 vs = _mm512_set1_ps(step), vd = _mm512_set1_ps(decay);                                    \
-    __m512 vl = _mm512_set1_ps(lim), vnl = _mm512_set1_ps(-lim);                                     \
-    int i = 0;                                                                                       \
-    for (; i + 16 <= n; i += 16) {                                                                   \
-        __m512 t = _mm512_loadu_ps(th + i);                                                          \
-        __m512 dt = _mm512_sub_ps(LOADZ(th0 + i), t);                                                \
-        __m512 s = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(g + i)), vl), vnl); \
-        __m512 u = _mm512_sub_ps(t, s);                                                              \
-        _mm512_storeu_ps(th + i, _mm512_add_ps(u, _mm512_mul_ps(vd, dt)));                           \
-    }                                                                                                \
-    TAIL(th + i, th0 + i, g + i, step, decay, lim, n - i);
-
 __attribute__((target("avx512f"))) static void decay_sgd_avx512(float* th, const float* th0, const float* g,
                                                                 float q, float step, float decay, float lim,
                                                                 int n) {
-    DECAY_SGD_AVX512_BODY(_mm512_loadu_ps, decay_sgd_avx2)
+    DECAY_SGD_SIMD_BODY(__m512, _mm512, 16, _mm512_loadu_ps, decay_sgd_avx2)
 }
 __attribute__((target("avx512f"))) static void sgd_decay_avx512(float* th, const float* th0, const float* g,
                                                                 float step, float decay, float lim, int n) {
-    SGD_DECAY_AVX512_BODY(_mm512_loadu_ps, sgd_decay_avx2)
+    SGD_DECAY_SIMD_BODY(__m512, _mm512, 16, _mm512_loadu_ps, sgd_decay_avx2)
 }
 __attribute__((target("avx512f"))) static void decay_sgd_avx512_h(float* th, const uint16_t* th0, const float* g,
                                                                   float q, float step, float decay, float lim,
                                                                   int n) {
-    DECAY_SGD_AVX512_BODY(LOAD_HALF16, decay_sgd_f16c)
+    DECAY_SGD_SIMD_BODY(__m512, _mm512, 16, LOAD_HALF16, decay_sgd_f16c)
 }
 __attribute__((target("avx512f"))) static void sgd_decay_avx512_h(float* th, const uint16_t* th0, const float* g,
                                                                   float step, float decay, float lim, int n) {
-    SGD_DECAY_AVX512_BODY(LOAD_HALF16, sgd_decay_f16c)
+    SGD_DECAY_SIMD_BODY(__m512, _mm512, 16, LOAD_HALF16, sgd_decay_f16c)
 }
 
 __attribute__((target("avx512f"))) static void decay_toward_avx512(float* th, const float* th0, float q, int n) {

@@ -512,16 +512,16 @@ static const float* bgap_row(Lm* m, int r) {
 static void mat_e(Lm* m, int r) {
     if (m->matE[r]) return;
     size_t o = m->w->off[LM_E] + (size_t)r * m->D;
-    memcpy(m->p + o, theta0(m->w, o, (size_t)m->D, m->erow), (size_t)m->D * 4);
+    theta0_into(m->w, o, (size_t)m->D, m->p + o);
     m->matE[r] = 1;
 }
 
 static void mat_b(Lm* m, int r) {
     if (m->matB[r]) return;
     size_t o = m->w->off[m->w->hd[LM_BCASE]] + (size_t)r * 4;
-    memcpy(m->p + o, theta0(m->w, o, 4, m->brow), 16);
+    theta0_into(m->w, o, 4, m->p + o);
     o = m->w->off[m->w->hd[LM_BGAP]] + (size_t)r * 8;
-    memcpy(m->p + o, theta0(m->w, o, 8, m->brow), 32);
+    theta0_into(m->w, o, 8, m->p + o);
     m->matB[r] = 1;
 }
 
