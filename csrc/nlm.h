@@ -157,6 +157,12 @@ int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
  * the default of a new context: the next block of the group goes on from the state after the block's last
  * real token) or on (formats 1-6).  Resets the context. */
 int nlm_codec_set_end_advance(NlmCodec* c, int on);
+/* The network's forward arithmetic (codec/FORMAT.md §2.6).  level 0: float products (formats 1-10); 1: a static
+ * context takes the class head, the word head and the body's product with h from int8 weights and h on the
+ * grid 1/127, summed exactly in integers (format 11, the default of a new context); a dynamic context adapts
+ * its float weights and keeps the float products at either level.  Resets the context; a level outside 0..1
+ * is NLM_ERR_STATE. */
+int nlm_codec_set_forward(NlmCodec* c, int level);
 /* The token cache (codec/FORMAT.md §3.6): the network's class and word distributions mixed with decayed
  * counts of the group's tokens.  level 0: off (formats 1-7); 1: on (format 8); 2: on, and the spelling
  * cache's symbol mixed with the group's unknown bodies as tokens (the body mixer, §5.1.1: format 9, the

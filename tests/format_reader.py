@@ -53,6 +53,27 @@ def matvec(W, x):
     return acc[:, 0] + acc[:, 1]
 
 
+def quant_rows(W):
+    """§2.6: each row on its int8 grid: amax = max |w|, sc = amax / 127, q = rne(w / sc) clamped to ±127,
+    mul = sc / 127; a row whose amax is 0 is zeros with mul 0."""
+    amax = np.abs(W).max(axis=1).astype(f32)
+    ok = (amax > f32(0)) & (amax <= np.finfo(f32).max)
+    sc = np.where(ok, amax / f32(127), f32(1)).astype(f32)
+    q = np.clip(np.rint((W / sc[:, None]).astype(f32)), -127, 127)
+    q[~ok] = 0
+    return q.astype(np.int64), np.where(ok, (sc / f32(127)).astype(f32), f32(0)).astype(f32)
+
+
+def act_grid(h):
+    """§2.6: h on the grid 1/127 (h16 = rne(h·127) clamped to ±127)."""
+    return np.clip(np.rint((h * f32(127)).astype(f32)), -127, 127).astype(np.int64)
+
+
+def qmatvec(q, mul, h16):
+    """§2.6: the exact integer sum of each row, converted to float, times the row's mul."""
+    return ((q @ h16).astype(np.int32).astype(f32) * mul).astype(f32)
+
+
 def t_acc(y, W, d):
     """y + Wᵀd, one row at a time in ascending order."""
     for r in range(W.shape[0]):
@@ -923,6 +944,7 @@ class Reader:
             v = self.q[-1] * keep
             self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
         self.speller = Speller(prime)
+        self.q8 = None                                    # §2.6's tables, made the first time a frame needs them
         self.reset()
 
     def reset(self, adapt=None, version=2):
@@ -933,6 +955,9 @@ class Reader:
         self.version = version
         self.p = {k: v.copy() for k, v in self.p0.items()}
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
+        self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
+        if self.int8 and self.q8 is None:
+            self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh")}
         self.seg, self.seg_no = [], 0
         self.last = {"E": {}, "O": {}, "B": {}}
         self.speller.reset(byte_model=self.version >= 5)
@@ -940,6 +965,13 @@ class Reader:
         self.match = TokenMatch(self.V, self.version) if self.version >= 6 else None
         self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
         self.bmix = BodyMix() if self.version >= 9 else None
+
+    def hprod(self, name, a=0, b=None):
+        """(W[a:b]·h) for a head or the recurrent matrix: the float product of §2.3, or §2.6's integer one."""
+        if not self.int8:
+            return matvec(self.p[name][a:b], self.h)
+        q, mul = self.q8[name]
+        return qmatvec(q[a:b], mul[a:b], act_grid(self.h))
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -1046,7 +1078,7 @@ class Reader:
             if bound is not None and n >= bound:
                 raise Corrupt("more tokens than a block may hold")
             n += 1
-            zc = matvec(P["Wc"], self.h) + P["bc"]
+            zc = self.hprod("Wc") + P["bc"]
             fc = fnet = quant(zc)                     # fnet: the network's own (§3.6)
             tc = self.cache
             if tc is not None:
@@ -1063,7 +1095,7 @@ class Reader:
                 pw, pbody = pred
                 cs = self.cls_of[pw]
                 a, b = self.cs[cs], self.cs[cs + 1]
-                zp = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
+                zp = self.hprod("Wo", a, b) + P["bo"][a:b]
                 gnet, g = words(cs, a, zp)
                 Fc, Fp, js = sum(fc), sum(g), pw - a
                 q = max(1, min(4095, (fc[cs] * g[js]) // max(1, (Fc * Fp) >> 12)))
@@ -1082,7 +1114,7 @@ class Reader:
                     zw, gw = fw[2], fw[3]
                     w = a + rd.decode(fw[1])
                 else:
-                    zw = matvec(P["Wo"][a:b], self.h) + P["bo"][a:b]
+                    zw = self.hprod("Wo", a, b) + P["bo"][a:b]
                     gw, g = words(c, a, zw)
                     w = a + rd.decode(g)
             if tc is not None:
@@ -1128,7 +1160,7 @@ class Reader:
                 self.seg.append({"w": w, "c": c, "case": case, "gap": gap, "coded": coded, "s": self.h,
                                  "zc": zc, "zw": zw, "zk": zk, "zg": zg})
             x = (P["E"][w] + P["Ecase"][case]) + P["Egap"][gap]
-            self.h = k_tanh((matvec(P["Wx"], x) + matvec(P["Wh"], self.h)) + P["bh"])
+            self.h = k_tanh((matvec(P["Wx"], x) + self.hprod("Wh")) + P["bh"])
             if self.adapt and len(self.seg) >= self.seg_len:
                 self._end_segment()
             if w == 1:
@@ -1153,7 +1185,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 10
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 11
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

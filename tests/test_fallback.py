@@ -184,13 +184,17 @@ def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model,
 
 
 def test_frozen_dynamic_context_codes_as_static(tiny_model):
-    """The probe's estimate: a dynamic context set frozen codes a block exactly as a static one (no update,
-    the same weights), and after restore() and unfreezing it codes as a fresh dynamic context again."""
+    """The probe's estimate: a dynamic context set frozen codes a block exactly as a static one with the float
+    forward of formats 1-10 (no update, the same weights; format 11's static contexts take their products from
+    int8 weights, FORMAT.md §2.6, which a dynamic context never does), and after restore() and unfreezing it
+    codes as a fresh dynamic context again."""
     from nlmcodec import _core
 
     text = short_text(20000)
     static = _core.Codec(tiny_model, False)
-    static.reset()
+    static.reset(forward=_core.FORWARD_FLOAT)
+    int8 = _core.Codec(tiny_model, False)
+    int8.reset()
     fresh = _core.Codec(tiny_model, True)
     fresh.reset()
     dyn = _core.Codec(tiny_model, True)
@@ -200,7 +204,7 @@ def test_frozen_dynamic_context_codes_as_static(tiny_model):
     frozen = dyn.encode_block(text)
     dyn.set_frozen(False)
     dyn.restore()
-    assert frozen == static.encode_block(text)
+    assert frozen == static.encode_block(text) != int8.encode_block(text)
     adapted = fresh.encode_block(text)
     assert adapted != frozen and dyn.encode_block(text) == adapted
 

@@ -31,11 +31,11 @@ MANIFEST = json.loads((VECTORS / "MANIFEST.json").read_text())
 
 def has_word_blocks(name):
     frame = (VECTORS / f"{name}.nlm").read_bytes()
-    return frame[4] in (2, 5, 7, 8, 9, 10) and any(kind == 2 for _, kind, _, _ in word_blocks(frame)[1])
+    return frame[4] in (2, 5, 7, 8, 9, 10, 11) and any(kind == 2 for _, kind, _, _ in word_blocks(frame)[1])
 
 
 NAMES = sorted(n for n, v in MANIFEST.items() if v.get("model") in ("tiny", "default", "default-2")
-               and (n.startswith(("v9-", "v10-")) or v.get("model") != "default-2")
+               and (n.startswith(("v10-", "v11-")) or v.get("model") != "default-2")
                and (VECTORS / f"{n}.nlm").exists() and has_word_blocks(n)
                and not (n.startswith("v5-") and "fallback" in n) and "news_64k" not in n)
 # The fallback vectors (three word-model blocks of up to 64 KiB around an lzma block) are slow: 15 s (tiny,
@@ -59,14 +59,15 @@ def test_there_are_vectors_of_both_modes_and_models():
             assert any(f"-{model}-{mode}" in n for n in NAMES), (model, mode, NAMES)
             assert any(n.startswith("v7-") and f"-{model}-{mode}" in n for n in NAMES), (model, mode)
         for mode in ("static", "dynamic"):
-            if model == "tiny":           # format 8's default-2 vectors are left out (above)
+            if model == "tiny":           # format 8's and 9's default-2 vectors are left out (above)
                 assert any(n.startswith("v8-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), mode
-            assert any(n.startswith("v9-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), (model, mode)
+                assert any(n.startswith("v9-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), mode
             assert any(n.startswith("v10-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), (model, mode)
+            assert any(n.startswith("v11-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), (model, mode)
     for mode in ("static", "dynamic"):    # word-model blocks on both sides of a plain block (the tiny model's
         assert f"v7-fallback-default-{mode}" in NAMES, mode   # fallback frames are the byte model's)
-        assert f"v9-fallback-default-2-{mode}" in NAMES, mode
         assert f"v10-fallback-default-2-{mode}" in NAMES, mode
+        assert f"v11-fallback-default-2-{mode}" in NAMES, mode
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES])

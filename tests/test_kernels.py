@@ -314,6 +314,59 @@ def mix_cases(rng, n):
     return cases
 
 
+def q8_definition(W, x):
+    """kern_quant_row / kern_quant_act / kern_matvec_q8 as kern.h defines them, in numpy float32 (every step one
+    IEEE operation; np.rint rounds half to even like the (t + 1.5·2^23) − 1.5·2^23 idiom)."""
+    f32 = np.float32
+    R, K = W.shape
+    q = np.zeros((R, K), np.int8)
+    rsum = np.zeros(R, np.int32)
+    mul = np.zeros(R, f32)
+    with np.errstate(all="ignore"):
+        for r in range(R):
+            a = np.abs(W[r])
+            amax = f32(np.max(a[~np.isnan(a)], initial=0))
+            if not (amax > 0 and amax <= np.finfo(f32).max):
+                continue
+            sc = f32(amax / f32(127))
+            t = np.rint((W[r] / sc).astype(f32))
+            t[np.isnan(t)] = 0
+            q[r] = np.clip(t, -127, 127).astype(np.int8)
+            rsum[r] = int(q[r].astype(np.int64).sum())
+            mul[r] = f32(sc / f32(127))
+        t = np.rint((x * f32(127)).astype(f32))
+    t[np.isnan(t)] = 0
+    h16 = np.clip(t, -127, 127).astype(np.int16)
+    s = q.astype(np.int64) @ h16.astype(np.int64)
+    y = (s.astype(np.int32).astype(f32) * mul).astype(f32)
+    return q, rsum, mul, h16, (h16.astype(np.int32) + 128).astype(np.uint8), y
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 16), (3, 48), (5, 80), (7, 256), (64, 256), (3, 4096)])
+def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols):
+    """Format 11's integer forward (kern_q8.c): the rows and activations on their grids and the exact int32
+    products are the same bytes on every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd with its masked
+    tail) and equal the definition in kern.h: round half to even, clamps, a zero or non-finite row all zeros."""
+    rng = np.random.default_rng(rows * 7919 + cols)
+    W = (rng.standard_normal((rows, cols)) * 0.1).astype(np.float32)
+    W[0] *= 0.1
+    W[0, :5] = [0.3, -0.3, 0.15, np.nan, 0.0]      # a tie (0.15 / (0.3/127) = 63.5) and a NaN
+    if rows > 1:
+        W[1] = 0.0                                                               # a zero row
+    if rows > 2:
+        W[2, 1] = np.inf                                                         # a non-finite row
+    x = np.tanh(rng.standard_normal(cols) * 2).astype(np.float32)
+    x[: 8] = [1.0, -1.0, 0.5 / 127, -1.5 / 127, -0.0, np.nan, 1.0001, -3.0]    # ties, the clamps, NaN
+    payload = np.array([rows, cols], np.int32).tobytes() + W.tobytes() + x.tobytes()
+    out = all_paths_equal(exes, "q8", payload, tmp_path)
+    q, rsum, mul, h16, hu8, y = q8_definition(W, x)
+    want = q.tobytes() + rsum.tobytes() + mul.tobytes() + h16.tobytes() + hu8.tobytes() + y.tobytes()
+    assert len(out) == len(want)
+    assert out == want
+    assert q[0, 2] == 64 and h16[2] == 0 and h16[3] == -2      # 63.5 -> 64, 0.5 -> 0, -1.5 -> -2 (half to even)
+    assert (np.abs(y) > 0).sum() >= rows - 2
+
+
 def test_mixer_kernels_exact_on_every_path(exes, tmp_path):
     """kern_mix2_dot / kern_mix2_train (the byte model's mixers): every path gives the integer definition."""
     cases = mix_cases(np.random.default_rng(9), 400)

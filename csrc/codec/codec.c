@@ -62,6 +62,7 @@ struct NlmCodec {
     int match_on;         /* nlm_codec_set_match level > 0: the token match flag of FORMAT.md §3.4 (format 6) */
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5, format 7); 0: none */
     int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
+    int forward;          /* nlm_codec_set_forward: 1 = a static context's integer forward (format 11) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
     int cache_on;         /* nlm_codec_set_cache: 0 off, 1 the token cache of FORMAT.md §3.6 (format 8), 2 that and
@@ -476,6 +477,8 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     c->cache_on = 2;
     c->max_tokens = NLM_MAX_BLOCK_TOKENS;
     c->end_advance = 0;
+    c->forward = 1;
+    if (!c->adapt && (e = lm_set_qforward(c->model, 1)) < 0) goto fail;
     return c;
 fail:
     if (c) nlm_codec_free(c);
@@ -551,6 +554,13 @@ int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n) {
     if (!c) return NLM_ERR_STATE;
     c->max_tokens = n;
     return NLM_OK;
+}
+
+int nlm_codec_set_forward(NlmCodec* c, int level) {
+    if (!c || level < 0 || level > 1) return NLM_ERR_STATE;
+    c->forward = level;
+    int e = lm_set_qforward(c->model, level == 1 && !c->adapt);
+    return e < 0 ? e : nlm_codec_reset(c);
 }
 
 int nlm_codec_set_end_advance(NlmCodec* c, int on) {

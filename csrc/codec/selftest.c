@@ -5,7 +5,8 @@
  * (scalar, SSE2, AVX2, F16C): three steps of an Elman recurrence h = tanh(W·x + U·h + b) (H = 32, matvec
  * and tanh vector forms), class logits through the binary16 matvec, exp, one dynamic-evaluation update
  * (outer product, sgd-decay), a subnormal product (flush-to-zero would zero it), quantisation
- * (quant_freqs) and range coding of three symbols, decoded back.  A 64-bit FNV-1a digest of every float's
+ * (quant_freqs) and range coding of three symbols, decoded back, and format 11's integer forward (U's rows and
+ * the last h on their int8 grids, kern_matvec_q8: the masked VNNI tail at H = 32).  A 64-bit FNV-1a digest of every float's
  * bits, frequency and payload byte is compared with SELFTEST_DIGEST, the value the scalar reference
  * computes.  A mismatch (non-IEEE float environment, contraction into FMA, a miscompiled kernel) means
  * this build would write streams other machines cannot decode: nlm_codec_new then fails with
@@ -30,7 +31,7 @@
 #include <fenv.h>
 #endif
 
-#define SELFTEST_DIGEST 0x43c1a0723342b6f0ull /* FNV-1a 64 of the scalar reference (-O0 -DNLM_NO_SIMD) */
+#define SELFTEST_DIGEST 0xc60a0ebd6c342629ull /* FNV-1a 64 of the scalar reference (-O0 -DNLM_NO_SIMD) */
 
 #define SH 32 /* hidden = input width (a multiple of 16: the SIMD paths run) */
 #define SC 20 /* classes */
@@ -112,6 +113,16 @@ static uint64_t selftest_digest(void) {
         kern_sgd_decay(W, W0, G, 0.01f / (0.05f + 1e-5f), 0.001f, 0.01f, SH * SH);
         d = fnv_words(d, W, SH * SH);
     }
+    static int8_t Uq[SH * SH];
+    int32_t rs[SH];
+    float mu[SH];
+    int16_t g16[SH];
+    uint8_t gu8[SH];
+    for (int r = 0; r < SH; r++) kern_quant_row(Uq + r * SH, rs + r, mu + r, U + r * SH, SH);
+    kern_quant_act(g16, gu8, h, SH);
+    kern_matvec_q8(t, Uq, rs, mu, g16, gu8, SH, SH);
+    d = fnv(d, (const uint8_t*)Uq, sizeof Uq);
+    d = fnv_words(d, t, SH);
     kern_exp_vec(e, h, SH);
     e[0] = kern_exp(h[1] - 20.0f);
     e[1] = tiny[0] * tiny[1];

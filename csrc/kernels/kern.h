@@ -169,6 +169,20 @@ int kern_simd_level(void);
  * without SIMD. */
 void kern_set_simd_cap(int cap);
 
+/* ---- integer forward products (kern_q8.c; format 11, codec/FORMAT.md §2.6) ----
+ * A weight row w[n] becomes int8 with one scale: amax = max |w[k]| (sequential), sc = amax / 127 (float),
+ * q[k] = rne(w[k] / sc) clamped to ±127, rsum = Σ q[k], mul = sc / 127; a row with amax not in (0, FLT_MAX]
+ * is all zeros with mul = 0.  rne(t) = (t + 12582912.0f) − 12582912.0f (round half to even).  An activation
+ * vector x[n] (|x| <= 1: tanh outputs) goes on the grid 1/127: h16[k] = rne(x[k] * 127.0f) clamped to ±127
+ * (NaN -> 0), hu8[k] = h16[k] + 128.  Any n >= 0. */
+void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n);
+void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n);
+/* y[r] = (float)s_r · mul[r] with s_r = Σ_k W8[r][k]·h16[k], an exact int32 sum (so in any order: scalar,
+ * AVX2 vpmaddwd and AVX-512 VNNI vpdpbusd on hu8 with s_r = Σ W8·hu8 − 128·rsum[r] all give it), converted
+ * to float with round-to-nearest.  cols a multiple of 16, at most 4096. */
+void kern_matvec_q8(float* y, const int8_t* W8, const int32_t* rsum, const float* mul, const int16_t* h16,
+                    const uint8_t* hu8, int rows, int cols);
+
 /* ---- integer kernels of the byte model's two mixers (bytemodel/cm.c, codec/FORMAT.md §9) ----
  * Exact integer arithmetic: every path gives the scalar values.  Vectors have KERN_MIX_N int32 lanes. */
 enum { KERN_MIX_N = 16 };

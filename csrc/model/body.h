@@ -34,6 +34,14 @@
 
 typedef struct LmBodyOps LmBodyOps;
 
+/* A matrix [rows][cols] on the integer forward's grid (kern_quant_row; format 11, codec/FORMAT.md §2.6): int8
+ * rows, their sums and their rescale factors. */
+typedef struct {
+    int8_t* w;     /* (rows × cols) */
+    int32_t* rsum; /* (rows) */
+    float* mul;    /* (rows) */
+} LmQ8;
+
 /* One stream's scratch for a body, allocated by lm.c from the sizes the body declares; its contents are
  * valid only inside one call.  param: the model type's parameter (NlmConfig.arch >> 8; the NPLM's context,
  * 0 for the others). */
@@ -42,6 +50,11 @@ typedef struct {
     float* fwd;             /* (fwd_floats) */
     float* da;              /* (seg_cap × da_floats) adaptive: the pre-activation gradient of each transition */
     const float **pd, **pu; /* (seg_cap) adaptive: pointer lists for kern_outer_acc_seq */
+    /* the integer forward (static streams of format 11, lm_set_qforward): the body's h_tensor on the grid and
+     * h = S[0..H) on the activation grid, current whenever step is called; qh NULL = the float product */
+    const LmQ8* qh;
+    const int16_t* h16;
+    const uint8_t* hu8;
 } LmBody;
 
 struct LmBodyOps {
@@ -49,6 +62,8 @@ struct LmBodyOps {
     int ntensors;                                        /* body tensors (<= LM_MAX_BODY_TENSORS) */
     const char* const* tensor_names;                     /* (ntensors) */
     int param_min, param_max;                            /* the range of the type's parameter */
+    int h_tensor;  /* the body tensor whose product reads h = S[0..H) (rows × H), which the integer forward of
+                      format 11 quantises; -1 for none */
     void (*shapes)(int D, int H, int param, size_t sz[]); /* floats of each body tensor */
     int (*state_floats)(int D, int H, int param);        /* S_floats */
     int (*fwd_floats)(int D, int H, int param);          /* forward scratch */

@@ -48,7 +48,10 @@ static void step(LmBody* b, const float* const* P, const float* x, float* h) {
     int H = b->H;
     float *pre = b->fwd, *tmp = b->fwd + H;
     kern_matvec(pre, P[WX], x, H, b->D);
-    kern_matvec(tmp, P[WH], h, H, H);
+    if (b->qh) /* format 11, static: the integer product (FORMAT.md §2.6) */
+        kern_matvec_q8(tmp, b->qh->w, b->qh->rsum, b->qh->mul, b->h16, b->hu8, H, H);
+    else
+        kern_matvec(tmp, P[WH], h, H, H);
     kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
     kern_tanh_vec(h, pre, H);
 }
@@ -87,6 +90,7 @@ const LmBodyOps lm_body_elman = {
     .tensor_names = NAMES,
     .param_min = 0,
     .param_max = 0,
+    .h_tensor = WH,
     .shapes = shapes,
     .state_floats = state_floats,
     .fwd_floats = fwd_floats,

@@ -42,6 +42,7 @@
 #include "../common/fpenv.h"
 #include "lm.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,12 @@ struct LmWeights {
     int32_t* cs;         /* (C+1) class_start */
     int32_t* cls;        /* (V) class of each id */
     Kn* kn;              /* the Kneser-Ney expert (§2.5), or NULL */
+    /* the integer forward of format 11's static streams (§2.6): Wc and the body's h_tensor on the grid, made
+     * here; Wo's rows a class at a time, by the first stream that reads the class (qo_st[c]: 0 not made,
+     * 1 being made, 2 ready), so a small input quantises only the classes it uses */
+    LmQ8 qc, qb, qo;
+    int qb_rows;                 /* rows of the body's h_tensor; 0 = the body has none */
+    _Atomic unsigned char* qo_st; /* (C) */
     size_t bytes;
 };
 
@@ -90,6 +97,11 @@ struct Lm {
     uint32_t skipped;            /* segments skipped since the reset (statistics) */
     int deep;                    /* the segment being closed adapts everything (else the heads, maybe E) */
     LmBody body; /* the body's scratch (lm_free must not read w: it may be freed first) */
+    int q8;      /* lm_set_qforward: the integer forward (static only) */
+    int hq_ok;   /* h16/hu8 hold the current h */
+    int16_t* h16; /* (H) h on the activation grid */
+    uint8_t* hu8; /* (H) h16 + 128 */
+    float* qrow;  /* (H) a Wo row of θ0 as float32, to quantise */
 
     float* S;    /* (SF) the body's state; h = S[0..H) */
     float *zc, *zw, *zk, *zg;
@@ -236,6 +248,9 @@ void lm_weights_free(LmWeights* w) {
     free(w->cs);
     free(w->cls);
     kn_free(w->kn);
+    LmQ8* qs[] = {&w->qc, &w->qb, &w->qo};
+    for (int i = 0; i < 3; i++) free(qs[i]->w), free(qs[i]->rsum), free(qs[i]->mul);
+    free((void*)w->qo_st);
     free(w);
 }
 
@@ -248,6 +263,36 @@ int lm_weights_set_kn(LmWeights* w, const uint8_t* blob, size_t n) {
 }
 
 size_t lm_weights_memory(const LmWeights* w) { return w->bytes + sizeof *w; }
+
+/* An LmQ8 of rows × H, its int8 part allocated but not written (pages untouched until used). */
+static int q8_alloc(LmWeights* w, LmQ8* q, size_t rows) {
+    q->w = walloc(&w->bytes, rows * (size_t)w->H, 0);
+    q->rsum = walloc(&w->bytes, rows * 4, 0);
+    q->mul = walloc(&w->bytes, rows * 4, 0);
+    return q->w && q->rsum && q->mul;
+}
+
+static void q8_rows(const LmQ8* q, size_t r0, const float* W, size_t rows, int H) {
+    for (size_t r = 0; r < rows; r++)
+        kern_quant_row(q->w + (r0 + r) * (size_t)H, q->rsum + r0 + r, q->mul + r0 + r, W + r * (size_t)H, H);
+}
+
+/* The integer forward's tables (§2.6): Wc and the body's h_tensor quantised now, Wo's storage for later. */
+static int q8_weights(LmWeights* w) {
+    size_t H = (size_t)w->H, C = (size_t)w->C;
+    int ht = w->body->h_tensor;
+    if (ht >= 0) w->qb_rows = (int)((w->off[LM_BODY + ht + 1] - w->off[LM_BODY + ht]) / H);
+    if (!q8_alloc(w, &w->qc, C) || !q8_alloc(w, &w->qo, (size_t)w->V)) return 0;
+    if (w->qb_rows && !q8_alloc(w, &w->qb, (size_t)w->qb_rows)) return 0;
+    if (!(w->qo_st = walloc(&w->bytes, C, 1))) return 0;
+    for (size_t c = 0; c < C; c++) atomic_init(&w->qo_st[c], 0);
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    q8_rows(&w->qc, 0, w->dense + w->doff[w->hd[LM_WC]], C, w->H);
+    if (w->qb_rows) q8_rows(&w->qb, 0, w->dense + w->doff[LM_BODY + ht], (size_t)w->qb_rows, w->H);
+    nlm_fpenv_leave(&fe);
+    return 1;
+}
 
 LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const void* params, int dtype,
                           const float* ms, const int32_t* class_start, int* err) {
@@ -341,6 +386,7 @@ LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const voi
     memcpy(w->cs, class_start, (C + 1) * 4);
     for (int c = 0; c < w->C; c++)
         for (int r = class_start[c]; r < class_start[c + 1]; r++) w->cls[r] = c;
+    if (!q8_weights(w)) goto fail;
     if (err) *err = NLM_OK;
     return w;
 fail:
@@ -352,6 +398,7 @@ fail:
 /* ---- one stream's state ---- */
 
 static void invalidate(Lm* m) {
+    m->hq_ok = 0;
     m->zc_ok = 0;
     m->zw_c = -1;
     m->zk_w = -1;
@@ -363,7 +410,7 @@ static void invalidate(Lm* m) {
 
 void lm_free(Lm* m) {
     if (!m) return;
-    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S, m->h16, m->hu8, m->qrow,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
                   m->qc, m->qw, m->pk, m->mzc, m->mzw,
                   m->p,    m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
@@ -402,6 +449,11 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     ALLOC(erow, D * 4);
     ALLOC(brow, 8 * 4);
     ALLOC(borow, maxcs * 4);
+    if (!m->adapt) {
+        ALLOC(h16, H * 2);
+        ALLOC(hu8, H);
+        ALLOC(qrow, H * 4);
+    }
     m->kn = w->kn;
     if (m->kn) {
         ALLOC(qc, C * 4);
@@ -664,10 +716,52 @@ void lm_params(const Lm* m, float* out) {
 
 /* ---- heads: forward ---- */
 
+/* ---- the integer forward (format 11's static streams, §2.6) ---- */
+
+int lm_set_qforward(Lm* m, int on) {
+    if (on && m->adapt) return NLM_ERR_STATE;
+    m->q8 = on ? 1 : 0;
+    m->body.qh = (m->q8 && m->w->qb_rows) ? &m->w->qb : NULL;
+    m->body.h16 = m->h16, m->body.hu8 = m->hu8;
+    invalidate(m);
+    return NLM_OK;
+}
+
+/* h = S[0..H) on the activation grid, once per h */
+static void q8_act(Lm* m) {
+    if (m->hq_ok) return;
+    kern_quant_act(m->h16, m->hu8, m->S, m->H);
+    m->hq_ok = 1;
+}
+
+/* Wo's rows of class c on the grid: made by the first stream that needs them; a stream that finds another
+ * one making them waits (the rows of one class: microseconds) */
+static void q8_class(Lm* m, int c) {
+    const LmWeights* w = m->w;
+    _Atomic unsigned char* st = &w->qo_st[c];
+    if (atomic_load_explicit(st, memory_order_acquire) == 2) return;
+    unsigned char expect = 0;
+    if (atomic_compare_exchange_strong_explicit(st, &expect, 1, memory_order_acq_rel, memory_order_acquire)) {
+        size_t H = (size_t)m->H;
+        for (int r = w->cs[c]; r < w->cs[c + 1]; r++)
+            q8_rows(&w->qo, (size_t)r, theta0(w, w->off[w->hd[LM_WO]] + (size_t)r * H, H, m->qrow), 1, m->H);
+        atomic_store_explicit(st, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(st, memory_order_acquire) != 2) {
+    }
+}
+
 /* class head: zc (C) = Wc (C×H) · h + bc */
 static void class_logits(Lm* m) {
     if (m->zc_ok) return;
-    kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
+    if (m->q8) {
+        q8_act(m);
+        const LmQ8* q = &m->w->qc;
+        kern_matvec_q8(m->zc, q->w, q->rsum, q->mul, m->h16, m->hu8, m->C, m->H);
+    } else {
+        kern_matvec(m->zc, dense(m, m->w->hd[LM_WC]), m->S, m->C, m->H);
+    }
     kern_add(m->zc, m->zc, dense(m, m->w->hd[LM_BC]), m->C);
     m->zc_ok = 1;
 }
@@ -682,6 +776,12 @@ static void word_logits(Lm* m, int c) {
     if (m->adapt && m->matC[c]) {
         kern_matvec(m->zw, m->p + o, m->S, n, m->H);
         bo = m->p + ob;
+    } else if (m->q8) {
+        q8_act(m);
+        q8_class(m, c);
+        const LmQ8* q = &w->qo;
+        kern_matvec_q8(m->zw, q->w + (size_t)a * m->H, q->rsum + a, q->mul + a, m->h16, m->hu8, n, m->H);
+        bo = theta0(w, ob, (size_t)n, m->borow);
     } else {
         if (w->half) /* binary16 rows read as stored: the same values as converting them first */
             kern_matvec_h(m->zw, w->w16 + o, m->S, n, m->H);
@@ -846,6 +946,7 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded) {
     input_vec(m, m->xbuf, w, ccase, gap);
     const float* P[LM_MAX_BODY_TENSORS];
     body_tensors(m, P);
+    if (m->q8) q8_act(m);
     m->w->body->step(&m->body, P, m->xbuf, m->S);
     m->ku = m->kv, m->kv = w;
     invalidate(m);

@@ -121,7 +121,12 @@ int lm_end_segment(Lm* m);
  * all (no backward, no update, not counted by seg_no).  The default, 1, 0, 0, is the format.
  * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
 int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
-uint32_t lm_skipped(const Lm* m); /* segments skip_permille skipped since the reset */
+uint32_t lm_skipped(const Lm* m);
+/* The integer forward of format 11 (FORMAT.md §2.6), for a static state: on = the class head, the word head
+ * and the body's product with h (Elman, LSTM: Wh·h) from int8 weights and h on the grid 1/127 (kern_q8.c);
+ * the input product, the case and gap heads and the biases stay float.  Off (the default) is formats 1-10.
+ * NLM_ERR_STATE when on for an adaptive state. */
+int lm_set_qforward(Lm* m, int on); /* segments skip_permille skipped since the reset */
 /* on: every segment ends without backward or update, so an adaptive stream codes as a static one from its
  * current weights (an estimate that the caller rolls back with lm_restore; not part of any snapshot). */
 void lm_set_frozen(Lm* m, int on);

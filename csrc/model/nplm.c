@@ -93,6 +93,7 @@ const LmBodyOps lm_body_nplm = {
     .tensor_names = NAMES,
     .param_min = 2,
     .param_max = 16,
+    .h_tensor = -1,
     .shapes = shapes,
     .state_floats = state_floats,
     .fwd_floats = fwd_floats,

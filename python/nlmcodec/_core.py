@@ -44,6 +44,7 @@ STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "ca
               "segments", "segments_skipped")
 MATCH_OFF, MATCH_FLAG1, MATCH_FLAG2 = 0, 1, 2     # Codec.reset's match levels (nlm.h nlm_codec_set_match)
 CACHE_OFF, CACHE_TOKENS, CACHE_BODIES = 0, 1, 2   # Codec.reset's cache levels (nlm.h nlm_codec_set_cache)
+FORWARD_FLOAT, FORWARD_INT8 = 0, 1                # Codec.reset's forward levels (nlm.h nlm_codec_set_forward)
 
 
 def lex_tokens(data):
@@ -102,7 +103,7 @@ class Codec:
         return self._c.memory()
 
     def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
-              schedule=(1, 0, 0)):
+              schedule=(1, 0, 0), forward=FORWARD_INT8):
         """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
         maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
         the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
@@ -110,7 +111,9 @@ class Codec:
         MATCH_FLAG2 (from two APMs; format 10); max_tokens: the most tokens of one block (§3.5; None:
         format 7's MAX_MODEL_TOKENS; 0: none, formats 1-6); end_advance: a block's <end> advances the
         network (§3.2 step 6; formats 1-6); cache: CACHE_OFF (formats 1-7), CACHE_TOKENS (the token cache,
-        §3.6; format 8) or CACHE_BODIES (that and the body mixer of the spelling cache, §5.1.1; format 9).
+        §3.6; format 8) or CACHE_BODIES (that and the body mixer of the spelling cache, §5.1.1; format 9);
+        forward: FORWARD_FLOAT (formats 1-10) or FORWARD_INT8 (format 11: a static context's heads and recurrent
+        product from int8 weights, §2.6; a dynamic context computes in float either way).
         schedule (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm.h nlm_codec_set_schedule, the parts of
         the model adapted per segment; only the default (1, 0, 0) is a frame format (the others are measured by
         benchmarks/adapt_subsets.py and no frame records them)."""
@@ -119,6 +122,7 @@ class Codec:
         check(self._c.set_cache(int(cache)))
         check(self._c.set_end_advance(int(bool(end_advance))))
         check(self._c.set_max_tokens(MAX_MODEL_TOKENS if max_tokens is None else int(max_tokens)))
+        check(self._c.set_forward(int(forward)))
         if self.adapt:
             check(self._c.set_schedule(int(schedule[0]), int(schedule[1]), int(schedule[2])))
 

@@ -22,7 +22,7 @@ import build_flags  # noqa: E402  (the repository root is not a package)
 
 CSRC = ROOT / "csrc"
 FLAVOURS = build_flags.FLAVOURS
-KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c", CSRC / "coder" / "quant.c"]  # quant: the kernels harness checks it
+KERNELS = [CSRC / "kernels" / "kern.c", CSRC / "kernels" / "kern_math.c", CSRC / "kernels" / "kern_q8.c", CSRC / "coder" / "quant.c"]  # quant: the kernels harness checks it
 MODEL = sorted((CSRC / "model").glob("*.c"))   # lm.c, the model types and the Kneser-Ney expert
 CODER = [CSRC / "coder" / "rc.c"] + KERNELS
 BYTEMODEL = [CSRC / "bytemodel" / "cm.c"] + CODER   # the byte model: its mixers use the kernels

@@ -21,6 +21,9 @@
  *              (g = z, q = z clipped to [-1, 1]; step 0.5, decay 0.01, lim 0.25) [n],
  *              kern_head_backward (H = 40, target n/3) then the same by its three steps: dh [2*40],
  *              gb [2*n], p [2*n]
+ *   OP = q8: IN = int32 rows, cols; float32 W[rows*cols], x[cols]
+ *        OUT = kern_quant_row of each row: q [rows*cols int8], rsum [rows int32], mul [rows]; kern_quant_act(x):
+ *              h16 [cols int16], hu8 [cols uint8]; kern_matvec_q8 [rows]
  *   OP = mix: IN = int32 n; then n cases of int32 a[16], b[16], x[16], ea, eb, shift, lim
  *        OUT = per case: kern_mix2_dot(a, b, x) as int64 da, db; then a, b after kern_mix2_train [32 int32]
  * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
@@ -127,6 +130,25 @@ int main(int argc, char** argv) {
         float *x = rdf(f, n), *y = malloc((size_t)n * 4 + 4);
         for (int i = 0; i < n; i++) y[i] = kern_log(x[i]);
         fwrite(y, 4, n, o);
+    } else if (!strcmp(argv[1], "q8")) {
+        int32_t dims[2];
+        if (fread(dims, 4, 2, f) != 2) die("short read");
+        int R = dims[0], K = dims[1];
+        float *W = rdf(f, (size_t)R * K), *x = rdf(f, K), *y = malloc((size_t)R * 4 + 4);
+        int8_t* q = malloc((size_t)R * K + 1);
+        int32_t* rsum = malloc((size_t)R * 4 + 4);
+        float* mul = malloc((size_t)R * 4 + 4);
+        int16_t* h16 = malloc((size_t)K * 2 + 2);
+        uint8_t* hu8 = malloc((size_t)K + 1);
+        for (int r = 0; r < R; r++) kern_quant_row(q + (size_t)r * K, rsum + r, mul + r, W + (size_t)r * K, K);
+        kern_quant_act(h16, hu8, x, K);
+        kern_matvec_q8(y, q, rsum, mul, h16, hu8, R, K);
+        fwrite(q, 1, (size_t)R * K, o);
+        fwrite(rsum, 4, R, o);
+        fwrite(mul, 4, R, o);
+        fwrite(h16, 2, K, o);
+        fwrite(hu8, 1, K, o);
+        fwrite(y, 4, R, o);
     } else if (!strcmp(argv[1], "mix")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1) die("short read");

@@ -136,6 +136,7 @@ typedef struct {
     uint8_t end_advance; /* reset: 1 when a block's <end> advances the network (formats 1-6) */
     uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
     uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
+    uint8_t forward; /* reset: the forward level (nlm_codec_set_forward: 1 from format 11) */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
@@ -150,7 +151,8 @@ static int replay(NlmCodec* c, const char* name, const Op* ops, uint32_t nops) {
             if (op->kind == 0) {
                 if (nlm_codec_set_speller(c, op->speller) < 0 || nlm_codec_set_match(c, op->match) < 0
                     || nlm_codec_set_end_advance(c, op->end_advance) < 0
-                    || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0) {
+                    || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0
+                    || nlm_codec_set_forward(c, op->forward) < 0) {
                     fprintf(stderr, "%s: reset failed\n", name);
                     return 1;
                 }
@@ -197,7 +199,7 @@ int main(int argc, char** argv) {
     Rd r = {buf, n, 0, 0};
     const uint8_t* magic = rd_take(&r, 8);
     uint32_t nvec = rd_u32(&r);
-    if (r.bad || memcmp(magic, "NLMVBLK5", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
+    if (r.bad || memcmp(magic, "NLMVBLK6", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
     Slot slots[MAX_SLOTS];
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
                 ops[k].speller = rd_u8(&r), ops[k].match = rd_u8(&r), ops[k].end_advance = rd_u8(&r);
                 ops[k].max_tokens = rd_u32(&r);
                 ops[k].cache = rd_u8(&r);
+                ops[k].forward = rd_u8(&r);
             }
             if (ops[k].kind != 1) continue;
             ops[k].size = rd_u32(&r);

@@ -1,0 +1,174 @@
+/* kern_q8.c: the integer forward products of format 11 (codec/FORMAT.md §2.6): int8 weights with one scale per
+ * row times activations on the grid 1/127, summed exactly in int32.
+ *
+ * An integer sum has one value in any order, so every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd) gives
+ * the same bits without a canonical lane order; only the two roundings to the grids (kern_quant_row,
+ * kern_quant_act) and the final rescale (one int32 -> float conversion, one multiply) are float, and each is one
+ * IEEE operation in a fixed order.  Shapes in comments: [rows][cols] row-major.
+ */
+#include "../common/fpenv.h"
+#include "kern.h"
+
+#include <string.h>
+
+#if !defined(NLM_NO_SIMD) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__)))
+#define KERN_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define KERN_X86 0
+#endif
+
+/* round half to even of t (|t| < 2^22) under the canonical round-to-nearest environment: the kern_exp idiom */
+static inline float rne(float t) { return (t + 12582912.0f) - 12582912.0f; }
+
+static inline int clamp127(float f) {
+    if (f != f) return 0;
+    return f > 127.0f ? 127 : f < -127.0f ? -127 : (int)f;
+}
+
+void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n) {
+    float amax = 0.0f;
+    for (int k = 0; k < n; k++) {
+        float a = w[k] < 0.0f ? -w[k] : w[k];
+        if (a > amax) amax = a;
+    }
+    int32_t s = 0;
+    if (!(amax > 0.0f) || !(amax <= 3.40282347e38f)) { /* all zero (or not finite): a zero row */
+        memset(q, 0, (size_t)n);
+        *rsum = 0;
+        *mul = 0.0f;
+        return;
+    }
+    float sc = amax / 127.0f;
+    for (int k = 0; k < n; k++) {
+        int v = clamp127(rne(w[k] / sc));
+        q[k] = (int8_t)v;
+        s += v;
+    }
+    *rsum = s;
+    *mul = sc / 127.0f;
+}
+
+void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n) {
+    for (int k = 0; k < n; k++) {
+        int v = clamp127(rne(x[k] * 127.0f));
+        h16[k] = (int16_t)v;
+        hu8[k] = (uint8_t)(v + 128);
+    }
+}
+
+static inline float rescale(int32_t s, float mul) { return (float)s * mul; }
+
+static void matvec_q8_scalar(float* y, const int8_t* W, const float* mul, const int16_t* h16, int rows,
+                             int cols) {
+    for (int r = 0; r < rows; r++) {
+        const int8_t* w = W + (size_t)r * cols;
+        int32_t s = 0;
+        for (int k = 0; k < cols; k++) s += (int32_t)w[k] * (int32_t)h16[k];
+        y[r] = rescale(s, mul[r]);
+    }
+}
+
+#if KERN_X86
+/* AVX2: W's int8 widened to int16, vpmaddwd with h16 (pairs summed exactly into int32), two rows at a time. */
+__attribute__((target("avx2"))) static inline int32_t hsum8_epi32(__m256i a) {
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    return _mm_cvtsi128_si32(t);
+}
+
+__attribute__((target("avx2"))) static void matvec_q8_avx2(float* y, const int8_t* W, const float* mul,
+                                                           const int16_t* h16, int rows, int cols) {
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const int8_t *w0 = W + (size_t)r * cols, *w1 = w0 + cols;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+        for (int k = 0; k < cols; k += 16) {
+            __m256i h = _mm256_loadu_si256((const __m256i*)(h16 + k));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(w0 + k))), h));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(w1 + k))), h));
+        }
+        y[r] = rescale(hsum8_epi32(a0), mul[r]);
+        y[r + 1] = rescale(hsum8_epi32(a1), mul[r + 1]);
+    }
+    for (; r < rows; r++) {
+        const int8_t* w0 = W + (size_t)r * cols;
+        __m256i a0 = _mm256_setzero_si256();
+        for (int k = 0; k < cols; k += 16)
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(w0 + k))),
+                                                        _mm256_loadu_si256((const __m256i*)(h16 + k))));
+        y[r] = rescale(hsum8_epi32(a0), mul[r]);
+    }
+}
+
+/* AVX-512 VNNI: vpdpbusd multiplies hu8 = h16 + 128 (unsigned) by W (signed), four products per int32 lane
+ * (no saturation); Σ W·h16 = Σ W·hu8 − 128·rsum.  64 columns per register, the last 16/32/48 masked; four
+ * rows at a time. */
+#define Q8_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+Q8_VNNI_TARGET static inline __m512i dp_row(const int8_t* w, const uint8_t* hu8, int cols) {
+    __m512i a = _mm512_setzero_si512();
+    int k = 0;
+    for (; k + 64 <= cols; k += 64)
+        a = _mm512_dpbusd_epi32(a, _mm512_loadu_si512(hu8 + k), _mm512_loadu_si512(w + k));
+    if (k < cols) {
+        __mmask64 m = (~0ULL) >> (64 - (cols - k));
+        a = _mm512_dpbusd_epi32(a, _mm512_maskz_loadu_epi8(m, hu8 + k), _mm512_maskz_loadu_epi8(m, w + k));
+    }
+    return a;
+}
+
+Q8_VNNI_TARGET static void matvec_q8_vnni(float* y, const int8_t* W, const int32_t* rsum, const float* mul,
+                                          const uint8_t* hu8, int rows, int cols) {
+    int r = 0;
+    if (cols == 256) { /* the default model's H: the activations stay in four registers */
+        __m512i x0 = _mm512_loadu_si512(hu8), x1 = _mm512_loadu_si512(hu8 + 64);
+        __m512i x2 = _mm512_loadu_si512(hu8 + 128), x3 = _mm512_loadu_si512(hu8 + 192);
+        for (; r + 2 <= rows; r += 2) {
+            const int8_t *w0 = W + (size_t)r * 256, *w1 = w0 + 256;
+            __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(w0));
+            __m512i b0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(w0 + 64));
+            __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(w1));
+            __m512i b1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(w1 + 64));
+            a0 = _mm512_dpbusd_epi32(a0, x2, _mm512_loadu_si512(w0 + 128));
+            b0 = _mm512_dpbusd_epi32(b0, x3, _mm512_loadu_si512(w0 + 192));
+            a1 = _mm512_dpbusd_epi32(a1, x2, _mm512_loadu_si512(w1 + 128));
+            b1 = _mm512_dpbusd_epi32(b1, x3, _mm512_loadu_si512(w1 + 192));
+            y[r] = rescale(_mm512_reduce_add_epi32(_mm512_add_epi32(a0, b0)) - 128 * rsum[r], mul[r]);
+            y[r + 1] = rescale(_mm512_reduce_add_epi32(_mm512_add_epi32(a1, b1)) - 128 * rsum[r + 1], mul[r + 1]);
+        }
+    }
+    for (; r < rows; r++)
+        y[r] = rescale(_mm512_reduce_add_epi32(dp_row(W + (size_t)r * cols, hu8, cols)) - 128 * rsum[r], mul[r]);
+}
+
+static int g_vnni = -1; /* AVX512-VNNI and AVX512BW usable (with AVX-512F, which level 3 has checked) */
+static int have_vnni(void) {
+    int v = g_vnni;
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = 0;
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) v = ((c >> 11) & 1u) && ((b >> 30) & 1u);
+        g_vnni = v; /* a benign race: every thread computes the same value */
+    }
+    return v;
+}
+#endif
+
+void kern_matvec_q8(float* y, const int8_t* W8, const int32_t* rsum, const float* mul, const int16_t* h16,
+                    const uint8_t* hu8, int rows, int cols) {
+#if KERN_X86
+    int lvl = kern_simd_level();
+    if (lvl >= 3 && have_vnni()) {
+        matvec_q8_vnni(y, W8, rsum, mul, hu8, rows, cols);
+        return;
+    }
+    if (lvl >= 2) {
+        matvec_q8_avx2(y, W8, mul, h16, rows, cols);
+        return;
+    }
+#endif
+    (void)rsum, (void)hu8;
+    matvec_q8_scalar(y, W8, mul, h16, rows, cols);
+}
