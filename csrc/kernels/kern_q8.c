@@ -27,9 +27,16 @@ static inline int clamp127(float f) {
     return f > 127.0f ? 127 : f < -127.0f ? -127 : (int)f;
 }
 
+static int simd512(void);
+static float row_amax_avx512(const float* w, int n, int* done);
+static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n);
+static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, int n);
+
 void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n) {
     float amax = 0.0f;
-    for (int k = 0; k < n; k++) {
+    int k0 = 0, simd = simd512();
+    if (simd) amax = row_amax_avx512(w, n, &k0);
+    for (int k = k0; k < n; k++) {
         float a = w[k] < 0.0f ? -w[k] : w[k];
         if (a > amax) amax = a;
     }
@@ -41,7 +48,8 @@ void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n)
         return;
     }
     float sc = amax / 127.0f;
-    for (int k = 0; k < n; k++) {
+    int k1 = simd ? quant_row_avx512(q, &s, w, sc, n) : 0;
+    for (int k = k1; k < n; k++) {
         int v = clamp127(rne(w[k] / sc));
         q[k] = (int8_t)v;
         s += v;
@@ -51,7 +59,7 @@ void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n)
 }
 
 void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n) {
-    for (int k = 0; k < n; k++) {
+    for (int k = simd512() ? quant_act_avx512(h16, hu8, x, n) : 0; k < n; k++) {
         int v = clamp127(rne(x[k] * 127.0f));
         h16[k] = (int16_t)v;
         hu8[k] = (uint8_t)(v + 128);
@@ -119,29 +127,94 @@ Q8_VNNI_TARGET static inline __m512i dp_row(const int8_t* w, const uint8_t* hu8,
     return a;
 }
 
+/* rows r..r+3: [s_0, s_1, s_2, s_3] from their accumulators, then (float)(s − 128·rsum) · mul into y */
+Q8_VNNI_TARGET static inline void finish4(float* y, const int32_t* rsum, const float* mul, __m512i a0, __m512i a1,
+                                          __m512i a2, __m512i a3) {
+#define Q8_HALF(a) _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))
+#define Q8_QUARTER(b) _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1))
+    __m128i t0 = Q8_QUARTER(Q8_HALF(a0)), t1 = Q8_QUARTER(Q8_HALF(a1));
+    __m128i t2 = Q8_QUARTER(Q8_HALF(a2)), t3 = Q8_QUARTER(Q8_HALF(a3));
+#undef Q8_HALF
+#undef Q8_QUARTER
+    __m128i s = _mm_hadd_epi32(_mm_hadd_epi32(t0, t1), _mm_hadd_epi32(t2, t3));
+    s = _mm_sub_epi32(s, _mm_slli_epi32(_mm_loadu_si128((const __m128i*)rsum), 7));
+    _mm_storeu_ps(y, _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_loadu_ps(mul)));
+}
+
 Q8_VNNI_TARGET static void matvec_q8_vnni(float* y, const int8_t* W, const int32_t* rsum, const float* mul,
                                           const uint8_t* hu8, int rows, int cols) {
     int r = 0;
+    const size_t C = (size_t)cols;
     if (cols == 256) { /* the default model's H: the activations stay in four registers */
         __m512i x0 = _mm512_loadu_si512(hu8), x1 = _mm512_loadu_si512(hu8 + 64);
         __m512i x2 = _mm512_loadu_si512(hu8 + 128), x3 = _mm512_loadu_si512(hu8 + 192);
-        for (; r + 2 <= rows; r += 2) {
-            const int8_t *w0 = W + (size_t)r * 256, *w1 = w0 + 256;
-            __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(w0));
-            __m512i b0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(w0 + 64));
-            __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(w1));
-            __m512i b1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(w1 + 64));
-            a0 = _mm512_dpbusd_epi32(a0, x2, _mm512_loadu_si512(w0 + 128));
-            b0 = _mm512_dpbusd_epi32(b0, x3, _mm512_loadu_si512(w0 + 192));
-            a1 = _mm512_dpbusd_epi32(a1, x2, _mm512_loadu_si512(w1 + 128));
-            b1 = _mm512_dpbusd_epi32(b1, x3, _mm512_loadu_si512(w1 + 192));
-            y[r] = rescale(_mm512_reduce_add_epi32(_mm512_add_epi32(a0, b0)) - 128 * rsum[r], mul[r]);
-            y[r + 1] = rescale(_mm512_reduce_add_epi32(_mm512_add_epi32(a1, b1)) - 128 * rsum[r + 1], mul[r + 1]);
+        for (; r + 4 <= rows; r += 4) {
+            const int8_t* w = W + (size_t)r * 256;
+            __m512i a[4];
+            for (int j = 0; j < 4; j++) {
+                const int8_t* wj = w + j * 256;
+                __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(wj));
+                __m512i q = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(wj + 64));
+                p = _mm512_dpbusd_epi32(p, x2, _mm512_loadu_si512(wj + 128));
+                q = _mm512_dpbusd_epi32(q, x3, _mm512_loadu_si512(wj + 192));
+                a[j] = _mm512_add_epi32(p, q);
+            }
+            finish4(y + r, rsum + r, mul + r, a[0], a[1], a[2], a[3]);
         }
     }
+    for (; r + 4 <= rows; r += 4)
+        finish4(y + r, rsum + r, mul + r, dp_row(W + r * C, hu8, cols), dp_row(W + (r + 1) * C, hu8, cols),
+                dp_row(W + (r + 2) * C, hu8, cols), dp_row(W + (r + 3) * C, hu8, cols));
     for (; r < rows; r++)
-        y[r] = rescale(_mm512_reduce_add_epi32(dp_row(W + (size_t)r * cols, hu8, cols)) - 128 * rsum[r], mul[r]);
+        y[r] = rescale(_mm512_reduce_add_epi32(dp_row(W + r * C, hu8, cols)) - 128 * rsum[r], mul[r]);
 }
+
+/* The grids with AVX-512 (the same operations as the scalar loops, 16 lanes at a time; NaN -> 0 first, so the
+ * min / max clamps see numbers). */
+__attribute__((target("avx512f,avx512bw"))) static inline __m512 rne_clamp16(__m512 t) {
+    const __m512 M = _mm512_set1_ps(12582912.0f);
+    __m512 f = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+    f = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, f, _CMP_ORD_Q), f);
+    return _mm512_max_ps(_mm512_min_ps(f, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f));
+}
+
+__attribute__((target("avx512f,avx512bw"))) static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x,
+                                                                         int n) {
+    int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512i v = _mm512_cvtps_epi32(rne_clamp16(_mm512_mul_ps(_mm512_loadu_ps(x + k), _mm512_set1_ps(127.0f))));
+        _mm256_storeu_si256((__m256i*)(h16 + k), _mm512_cvtepi32_epi16(v));
+        _mm_storeu_si128((__m128i*)(hu8 + k), _mm512_cvtepi32_epi8(_mm512_add_epi32(v, _mm512_set1_epi32(128))));
+    }
+    return k;
+}
+
+/* amax of the row, then q = rne(w / sc) clamped, 16 at a time; returns the columns done (a multiple of 16) and
+ * adds their q to *rsum.  amax: max over |w| of the non-NaN lanes (VMAXPS returns its second operand when the
+ * first is NaN), which is the scalar loop's value whatever the order. */
+__attribute__((target("avx512f,avx512bw"))) static float row_amax_avx512(const float* w, int n, int* done) {
+    __m512 m = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= n; k += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(w + k)), m);
+    *done = k;
+    return _mm512_reduce_max_ps(m);
+}
+
+__attribute__((target("avx512f,avx512bw"))) static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w,
+                                                                         float sc, int n) {
+    __m512 vs = _mm512_set1_ps(sc);
+    __m512i acc = _mm512_setzero_si512();
+    int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512i v = _mm512_cvtps_epi32(rne_clamp16(_mm512_div_ps(_mm512_loadu_ps(w + k), vs)));
+        _mm_storeu_si128((__m128i*)(q + k), _mm512_cvtepi32_epi8(v));
+        acc = _mm512_add_epi32(acc, v);
+    }
+    *rsum += _mm512_reduce_add_epi32(acc);
+    return k;
+}
+
+static int simd512(void) { return kern_simd_level() >= 3 && __builtin_cpu_supports("avx512bw"); }
 
 static int g_vnni = -1; /* AVX512-VNNI and AVX512BW usable (with AVX-512F, which level 3 has checked) */
 static int have_vnni(void) {
@@ -153,6 +226,15 @@ static int have_vnni(void) {
         g_vnni = v; /* a benign race: every thread computes the same value */
     }
     return v;
+}
+#else
+static int simd512(void) { return 0; }
+static float row_amax_avx512(const float* w, int n, int* done) { return (void)w, (void)n, *done = 0, 0.0f; }
+static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
+    return (void)q, (void)rsum, (void)w, (void)sc, (void)n, 0;
+}
+static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, int n) {
+    return (void)h16, (void)hu8, (void)x, (void)n, 0;
 }
 #endif
 
