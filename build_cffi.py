@@ -50,6 +50,7 @@ int nlm_codec_set_frozen(NlmCodec* c, int on);
 int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
 int nlm_codec_set_end_advance(NlmCodec* c, int on);
 int nlm_codec_set_forward(NlmCodec* c, int level);
+int nlm_codec_set_bit_stats(NlmCodec* c, int on);
 int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n);

@@ -163,6 +163,11 @@ int nlm_codec_set_end_advance(NlmCodec* c, int on);
  * its float weights and keeps the float products at either level.  Resets the context; a level outside 0..1
  * is NLM_ERR_STATE. */
 int nlm_codec_set_forward(NlmCodec* c, int level);
+/* Whether the statistics (nlm_codec_stats) sum the information of the coded tokens' symbols (the *_BITS and
+ * *_COST entries the token step adds, one log2 per symbol; on for a new context): off, those stay 0 and a
+ * static token step is a few percent faster; the counts are kept either way, the speller's own sums too, and a
+ * trace (nlm_codec_trace) sums everything whatever this says.  Never changes the bytes; does not reset. */
+int nlm_codec_set_bit_stats(NlmCodec* c, int on);
 /* The token cache (codec/FORMAT.md §3.6): the network's class and word distributions mixed with decayed
  * counts of the group's tokens.  level 0: off (formats 1-7); 1: on (format 8); 2: on, and the spelling
  * cache's symbol mixed with the group's unknown bodies as tokens (the body mixer, §5.1.1: format 9, the

@@ -46,3 +46,28 @@ def test_payload_matches_model_information(dev_text, adapt):
         assert sum(b.compressed_size for b in info.blocks) <= len(payload) + 16 * n
         # per block: its type/size varints (<= 7 bytes) and, from format 3 on, the block's CRC32 (4 bytes)
         assert len(frame) <= sum(b.compressed_size for b in info.blocks) + 10 + 32 + (7 + 4) * n + 30
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+def test_bit_statistics_off_keeps_bytes_and_counts(dev_text, adapt):
+    """set_bit_stats(False) (what compress() and decompress() use) skips the information sums of the token step:
+    the same payload, the same counts, those sums 0; a trace still gets its bits."""
+    model = nlmcodec.load_model("tiny")
+    on, off = Codec(model, adapt), Codec(model, adapt)
+    on.reset(), off.reset()
+    off.set_bit_stats(False)
+    text = dev_text[:30_000]
+    payload = on.encode_block(text)
+    assert off.encode_block(text) == payload
+    son, soff = on.stats(), off.stats()
+    # the speller's own sums are kept: unknown words' bodies, and literal gaps' bytes inside gap_bits
+    speller = ("cache_bits", "spell_bits", "gap_bits")
+    step = [k for k in son if k.endswith(("_bits", "_cost")) and k not in speller]
+    assert all(son[k] > 0 for k in ("word_bits", "case_bits", "gap_bits", "match_bits"))
+    for k in son:
+        assert soff[k] == (0 if k in step else son[k]) or k == "gap_bits", k
+    assert soff["gap_bits"] < 0.5 * son["gap_bits"]
+    off.trace(True)
+    off.reset()
+    assert off.encode_block(text) == payload
+    assert off.stats()["word_bits"] == pytest.approx(son["word_bits"], rel=1e-12)

@@ -63,6 +63,7 @@ struct NlmCodec {
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5, format 7); 0: none */
     int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
     int forward;          /* nlm_codec_set_forward: 1 = a static context's integer forward (format 11) */
+    int bits_on;          /* nlm_codec_set_bit_stats: the statistics' information sums (log2 per symbol) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
     int cache_on;         /* nlm_codec_set_cache: 0 off, 1 the token cache of FORMAT.md §3.6 (format 8), 2 that and
@@ -94,6 +95,10 @@ const char* nlm_error_name(int code) {
 
 static double bits_of(const uint32_t* f, int sym, uint32_t F) { return log2((double)F / (double)f[sym]); }
 
+/* The information sums of the statistics are wanted (nlm_codec_set_bit_stats, or a trace, which is made from
+ * them); they never feed coding. */
+static inline int bits_wanted(const NlmCodec* c) { return c->bits_on || c->trace_on; }
+
 /* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3.2 step 4). */
 static int body_kind(const uint8_t* b, int n) {
     if (n == 0) return NLM_KIND_END;
@@ -109,7 +114,7 @@ static int code_freqs(NlmCodec* c, const uint32_t* f, int n, uint32_t F, int* sy
     int r = rc_code_freqs(&c->rc, f, n, F, sym);
     if (r < 0) return r;
     if (*sym < 0 || *sym >= n || f[*sym] == 0) return NLM_ERR_CORRUPT;
-    if (stat) *stat += bits_of(f, *sym, F);
+    if (stat && bits_wanted(c)) *stat += bits_of(f, *sym, F);
     return NLM_OK;
 }
 
@@ -122,7 +127,7 @@ static int code_symbol(NlmCodec* c, const float* z, int n, int* sym, double* sta
 static int code_bit(NlmCodec* c, int* bit, int p1, double* stat) {
     int r = c->rc.decoding ? rc_dec_bit(&c->rc.dec, (uint32_t)p1, bit) : rc_enc_bit(&c->rc.enc, *bit, (uint32_t)p1);
     if (r < 0) return r;
-    if (stat) *stat += log2(4096.0 / (double)(*bit ? p1 : 4096 - p1));
+    if (stat && bits_wanted(c)) *stat += log2(4096.0 / (double)(*bit ? p1 : 4096 - p1));
     return NLM_OK;
 }
 
@@ -220,7 +225,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             if (pw == 0) memcpy(t->body, pbody, (size_t)pblen), t->blen = pblen;
             if (cache) tokcache_learn(c->cache, pcls, pj, c->cnet, Fcn, c->pnet[pj], Fpn, &st[NLM_STAT_TC_U1]);
             st[NLM_STAT_MATCH_HITS] += 1;
-            st[NLM_STAT_MATCH_NET_COST] += log2((double)Fc * (double)Fp / (double)num);
+            if (bits_wanted(c)) st[NLM_STAT_MATCH_NET_COST] += log2((double)Fc * (double)Fp / (double)num);
             if (tr) {
                 tr->flags |= NLM_TRACE_MATCH_HIT, tr->word = pw;
                 for (int k = 0; k < NLM_TRACE_TOPK; k++) tr->top_id[k] = -1;
@@ -262,7 +267,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         t->w = c->class_start[cls] + j;
         if (cache) {
             const uint32_t gj = cls == pcls ? c->pnet[j] : c->wnet[j], G = cls == pcls ? Fpn : Gn;
-            st[NLM_STAT_TC_NET_COST] += log2(((double)Fcn * (double)G) / ((double)c->cnet[cls] * (double)gj));
+            if (bits_wanted(c))
+                st[NLM_STAT_TC_NET_COST] += log2(((double)Fcn * (double)G) / ((double)c->cnet[cls] * (double)gj));
             tokcache_learn(c->cache, cls, j, c->cnet, Fcn, gj, G, &st[NLM_STAT_TC_U1]);
         }
         if (tr) trace_topk(tr, f, n, pc, c->class_start[cls]);
@@ -330,7 +336,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, hit ? tokmatch_gap(c->match) : NLM_NGAP, &gctx);
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
-        double gbits = bits_of(gf, t->gap, G);
+        double gbits = bits_wanted(c) ? bits_of(gf, t->gap, G) : 0.0;
         st[NLM_STAT_GAP_BITS] += gbits;
         int gl = 0;
         const uint8_t* gb;
@@ -478,6 +484,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     c->max_tokens = NLM_MAX_BLOCK_TOKENS;
     c->end_advance = 0;
     c->forward = 1;
+    c->bits_on = 1;
     if (!c->adapt && (e = lm_set_qforward(c->model, 1)) < 0) goto fail;
     return c;
 fail:
@@ -553,6 +560,12 @@ int nlm_codec_set_frozen(NlmCodec* c, int on) {
 int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n) {
     if (!c) return NLM_ERR_STATE;
     c->max_tokens = n;
+    return NLM_OK;
+}
+
+int nlm_codec_set_bit_stats(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->bits_on = on ? 1 : 0;
     return NLM_OK;
 }
 

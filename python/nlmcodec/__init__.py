@@ -223,6 +223,7 @@ def _acquire_codec(model, adapt: bool):
     from ._core import Codec
 
     c = Codec(model, bool(adapt))
+    c.set_bit_stats(False)        # compress / decompress never read the information sums
     c._pool_key = key
     return c
 

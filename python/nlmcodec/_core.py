@@ -147,6 +147,12 @@ class Codec:
     def stats(self):
         return dict(zip(STAT_NAMES, check(self._c.stats())))
 
+    def set_bit_stats(self, on: bool):
+        """Whether stats() sums the information of the coded tokens' symbols (the *_bits and *_cost entries the
+        token step adds; on for a new context).  compress() and decompress() turn it off: a log2 per symbol is
+        a few percent of a static token step (nlm.h nlm_codec_set_bit_stats).  Never changes the bytes."""
+        check(self._c.set_bit_stats(int(bool(on))))
+
     def trace(self, on):
         """Record a per-token trace of every later encode_block (on=False: stop and free it)."""
         check(self._c.trace(int(bool(on))))

@@ -110,6 +110,9 @@ class Codec:
     def set_forward(self, level):
         return lib.nlm_codec_set_forward(self.c, level)
 
+    def set_bit_stats(self, on):
+        return lib.nlm_codec_set_bit_stats(self.c, on)
+
     def save(self):
         return lib.nlm_codec_save(self.c)
 

@@ -40,6 +40,7 @@ cdef extern from "nlm.h" nogil:
     int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
     int nlm_codec_set_forward(NlmCodec* c, int level)
+    int nlm_codec_set_bit_stats(NlmCodec* c, int on)
     int nlm_codec_save(NlmCodec* c)
     int nlm_codec_restore(NlmCodec* c)
     int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n)
@@ -187,6 +188,9 @@ cdef class Codec:
 
     def set_forward(self, int level):
         return nlm_codec_set_forward(self.c, level)
+
+    def set_bit_stats(self, int on):
+        return nlm_codec_set_bit_stats(self.c, on)
 
     def save(self):
         cdef int r
