@@ -69,6 +69,15 @@ def act_grid(h):
     return np.clip(np.rint((h * f32(127)).astype(f32)), -127, 127).astype(np.int64)
 
 
+def vec_grid(x):
+    """§2.6: the input x on its own grid: (g, xs) with xs = max |x|, g = rne(x · (127 / xs)) clamped."""
+    xs = f32(np.abs(x).max())
+    if not xs > f32(0):
+        return np.zeros(x.shape, np.int64), f32(0)
+    c = f32(f32(127) / xs)
+    return np.clip(np.rint((x * c).astype(f32)), -127, 127).astype(np.int64), xs
+
+
 def qmatvec(q, mul, h16):
     """§2.6: the exact integer sum of each row, converted to float, times the row's mul."""
     return ((q @ h16).astype(np.int32).astype(f32) * mul).astype(f32)
@@ -957,7 +966,7 @@ class Reader:
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
         self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
         if self.int8 and self.q8 is None:
-            self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh")}
+            self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")}
         self.seg, self.seg_no = [], 0
         self.last = {"E": {}, "O": {}, "B": {}}
         self.speller.reset(byte_model=self.version >= 5)
@@ -972,6 +981,14 @@ class Reader:
             return matvec(self.p[name][a:b], self.h)
         q, mul = self.q8[name]
         return qmatvec(q[a:b], mul[a:b], act_grid(self.h))
+
+    def xprod(self, x):
+        """Wx·x: the float product of §2.3, or §2.6's integer one on x's own grid, times xs."""
+        if not self.int8:
+            return matvec(self.p["Wx"], x)
+        g, xs = vec_grid(x)
+        q, mul = self.q8["Wx"]
+        return (qmatvec(q, mul, g) * xs).astype(f32)
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -1160,7 +1177,7 @@ class Reader:
                 self.seg.append({"w": w, "c": c, "case": case, "gap": gap, "coded": coded, "s": self.h,
                                  "zc": zc, "zw": zw, "zk": zk, "zg": zg})
             x = (P["E"][w] + P["Ecase"][case]) + P["Egap"][gap]
-            self.h = k_tanh((matvec(P["Wx"], x) + self.hprod("Wh")) + P["bh"])
+            self.h = k_tanh((self.xprod(x) + self.hprod("Wh")) + P["bh"])
             if self.adapt and len(self.seg) >= self.seg_len:
                 self._end_segment()
             if w == 1:

@@ -339,14 +339,23 @@ def q8_definition(W, x):
     h16 = np.clip(t, -127, 127).astype(np.int16)
     s = q.astype(np.int64) @ h16.astype(np.int64)
     y = (s.astype(np.int32).astype(f32) * mul).astype(f32)
-    return q, rsum, mul, h16, (h16.astype(np.int32) + 128).astype(np.uint8), y
+    with np.errstate(all="ignore"):
+        x5 = (x * f32(5)).astype(f32)
+        a = np.abs(x5)
+        xs = f32(np.max(a[~np.isnan(a)], initial=0))
+        t = np.rint((x5 * f32(f32(127) / xs)).astype(f32)) if xs > 0 else np.zeros_like(x5)
+    t[np.isnan(t)] = 0
+    g16 = np.clip(t, -127, 127).astype(np.int16)
+    u8 = lambda v: (v.astype(np.int32) + 128).astype(np.uint8)  # noqa: E731
+    return q, rsum, mul, h16, u8(h16), y, g16, u8(g16), np.array([xs], f32)
 
 
 @pytest.mark.parametrize("rows,cols", [(1, 16), (3, 48), (5, 80), (7, 256), (64, 256), (3, 4096)])
 def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols):
     """Format 11's integer forward (kern_q8.c): the rows and activations on their grids and the exact int32
     products are the same bytes on every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd with its masked
-    tail) and equal the definition in kern.h: round half to even, clamps, a zero or non-finite row all zeros."""
+    tail) and equal the definition in kern.h: round half to even, clamps, a zero or non-finite row all zeros; the
+    input's own grid (kern_quant_vec, on 5·x: values beyond ±1, its NaN ignored by the maximum)."""
     rng = np.random.default_rng(rows * 7919 + cols)
     W = (rng.standard_normal((rows, cols)) * 0.1).astype(np.float32)
     W[0] *= 0.1
@@ -359,12 +368,13 @@ def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols)
     x[: 8] = [1.0, -1.0, 0.5 / 127, -1.5 / 127, -0.0, np.nan, 1.0001, -3.0]    # ties, the clamps, NaN
     payload = np.array([rows, cols], np.int32).tobytes() + W.tobytes() + x.tobytes()
     out = all_paths_equal(exes, "q8", payload, tmp_path)
-    q, rsum, mul, h16, hu8, y = q8_definition(W, x)
-    want = q.tobytes() + rsum.tobytes() + mul.tobytes() + h16.tobytes() + hu8.tobytes() + y.tobytes()
+    q, rsum, mul, h16, hu8, y, g16, gu8, xs = q8_definition(W, x)
+    want = b"".join(a.tobytes() for a in (q, rsum, mul, h16, hu8, y, g16, gu8, xs))
     assert len(out) == len(want)
     assert out == want
     assert q[0, 2] == 64 and h16[2] == 0 and h16[3] == -2      # 63.5 -> 64, 0.5 -> 0, -1.5 -> -2 (half to even)
     assert (np.abs(y) > 0).sum() >= rows - 2
+    assert xs[0] == 15.0 and g16[6] == 42 and g16[7] == -127   # max |5x| = 15 (x = -3); 5.0005 * 127/15 -> 42
 
 
 def test_mixer_kernels_exact_on_every_path(exes, tmp_path):

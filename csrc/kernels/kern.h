@@ -177,6 +177,10 @@ void kern_set_simd_cap(int cap);
  * (NaN -> 0), hu8[k] = h16[k] + 128.  Any n >= 0. */
 void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n);
 void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n);
+/* A vector of any range (the input x) on its own grid: xs = max |x[k]| (sequential, NaN ignored); xs not in
+ * (0, FLT_MAX]: g = 0 and returns 0; else c = 127 / xs, g16[k] = rne(x[k] * c) clamped to ±127, gu8 = g16 + 128,
+ * returns xs (so x[k] ≈ g16[k]·xs/127, and W·x ≈ (float(s)·mul)·xs for the rows of kern_quant_row). */
+float kern_quant_vec(int16_t* g16, uint8_t* gu8, const float* x, int n);
 /* y[r] = (float)s_r · mul[r] with s_r = Σ_k W8[r][k]·h16[k], an exact int32 sum (so in any order: scalar,
  * AVX2 vpmaddwd and AVX-512 VNNI vpdpbusd on hu8 with s_r = Σ W8·hu8 − 128·rsum[r] all give it), converted
  * to float with round-to-nearest.  cols a multiple of 16, at most 4096. */

@@ -30,7 +30,7 @@ static inline int clamp127(float f) {
 static int simd512(void);
 static float row_amax_avx512(const float* w, int n, int* done);
 static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n);
-static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, int n);
+static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, float c, int n);
 
 void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n) {
     float amax = 0.0f;
@@ -58,12 +58,31 @@ void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n)
     *mul = sc / 127.0f;
 }
 
-void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n) {
-    for (int k = simd512() ? quant_act_avx512(h16, hu8, x, n) : 0; k < n; k++) {
-        int v = clamp127(rne(x[k] * 127.0f));
-        h16[k] = (int16_t)v;
-        hu8[k] = (uint8_t)(v + 128);
+/* g = rne(x[k] * c) clamped, both forms */
+static void grid(int16_t* g16, uint8_t* gu8, const float* x, float c, int n) {
+    for (int k = simd512() ? quant_act_avx512(g16, gu8, x, c, n) : 0; k < n; k++) {
+        int v = clamp127(rne(x[k] * c));
+        g16[k] = (int16_t)v;
+        gu8[k] = (uint8_t)(v + 128);
     }
+}
+
+void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n) { grid(h16, hu8, x, 127.0f, n); }
+
+float kern_quant_vec(int16_t* g16, uint8_t* gu8, const float* x, int n) {
+    int k0 = 0;
+    float amax = simd512() ? row_amax_avx512(x, n, &k0) : 0.0f;
+    for (int k = k0; k < n; k++) {
+        float a = x[k] < 0.0f ? -x[k] : x[k];
+        if (a > amax) amax = a;
+    }
+    if (!(amax > 0.0f) || !(amax <= 3.40282347e38f)) {
+        memset(g16, 0, (size_t)n * 2);
+        memset(gu8, 128, (size_t)n);
+        return 0.0f;
+    }
+    grid(g16, gu8, x, 127.0f / amax, n);
+    return amax;
 }
 
 static inline float rescale(int32_t s, float mul) { return (float)s * mul; }
@@ -179,10 +198,10 @@ __attribute__((target("avx512f,avx512bw"))) static inline __m512 rne_clamp16(__m
 }
 
 __attribute__((target("avx512f,avx512bw"))) static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x,
-                                                                         int n) {
+                                                                         float c, int n) {
     int k = 0;
     for (; k + 16 <= n; k += 16) {
-        __m512i v = _mm512_cvtps_epi32(rne_clamp16(_mm512_mul_ps(_mm512_loadu_ps(x + k), _mm512_set1_ps(127.0f))));
+        __m512i v = _mm512_cvtps_epi32(rne_clamp16(_mm512_mul_ps(_mm512_loadu_ps(x + k), _mm512_set1_ps(c))));
         _mm256_storeu_si256((__m256i*)(h16 + k), _mm512_cvtepi32_epi16(v));
         _mm_storeu_si128((__m128i*)(hu8 + k), _mm512_cvtepi32_epi8(_mm512_add_epi32(v, _mm512_set1_epi32(128))));
     }
@@ -233,8 +252,8 @@ static float row_amax_avx512(const float* w, int n, int* done) { return (void)w,
 static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
     return (void)q, (void)rsum, (void)w, (void)sc, (void)n, 0;
 }
-static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, int n) {
-    return (void)h16, (void)hu8, (void)x, (void)n, 0;
+static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, float c, int n) {
+    return (void)h16, (void)hu8, (void)x, (void)c, (void)n, 0;
 }
 #endif
 

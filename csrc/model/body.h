@@ -50,11 +50,14 @@ typedef struct {
     float* fwd;             /* (fwd_floats) */
     float* da;              /* (seg_cap × da_floats) adaptive: the pre-activation gradient of each transition */
     const float **pd, **pu; /* (seg_cap) adaptive: pointer lists for kern_outer_acc_seq */
-    /* the integer forward (static streams of format 11, lm_set_qforward): the body's h_tensor on the grid and
-     * h = S[0..H) on the activation grid, current whenever step is called; qh NULL = the float product */
-    const LmQ8* qh;
+    /* the integer forward (static streams of format 11, lm_set_qforward): the body's h_tensor and x_tensor on
+     * their grids (NULL = the float product); h = S[0..H) on the activation grid, current whenever step is
+     * called; x16/xu8 (D) scratch for the input on its grid */
+    const LmQ8 *qh, *qx;
     const int16_t* h16;
     const uint8_t* hu8;
+    int16_t* x16;
+    uint8_t* xu8;
 } LmBody;
 
 struct LmBodyOps {
@@ -64,6 +67,7 @@ struct LmBodyOps {
     int param_min, param_max;                            /* the range of the type's parameter */
     int h_tensor;  /* the body tensor whose product reads h = S[0..H) (rows × H), which the integer forward of
                       format 11 quantises; -1 for none */
+    int x_tensor;  /* the body tensor whose product reads the input x (rows × D), likewise; -1 for none */
     void (*shapes)(int D, int H, int param, size_t sz[]); /* floats of each body tensor */
     int (*state_floats)(int D, int H, int param);        /* S_floats */
     int (*fwd_floats)(int D, int H, int param);          /* forward scratch */
@@ -76,6 +80,24 @@ struct LmBodyOps {
     /* n = T-1 transitions; S_prev[i], x_prev[i]: the state and input of token T-2-i */
     void (*bwd_finish)(LmBody* b, float* const* G, int n, const float* const* S_prev, const float* const* x_prev);
 };
+
+/* A body's products with h and with x (FORMAT.md §2.3, §2.6): y (rows) = W·h or W·x in float, or, in a
+ * static stream of format 11 (b->qh / b->qx set), from the int8 rows: W·h with h on the grid 1/127 (lm.c keeps
+ * b->h16/hu8 current), W·x with x on its own grid, then each row times the grid's scale xs. */
+static inline void body_matvec_h(const LmBody* b, float* y, const float* W, const float* h, int rows) {
+    if (b->qh) kern_matvec_q8(y, b->qh->w, b->qh->rsum, b->qh->mul, b->h16, b->hu8, rows, b->H);
+    else kern_matvec(y, W, h, rows, b->H);
+}
+
+static inline void body_matvec_x(const LmBody* b, float* y, const float* W, const float* x, int rows) {
+    if (!b->qx) {
+        kern_matvec(y, W, x, rows, b->D);
+        return;
+    }
+    const float xs = kern_quant_vec(b->x16, b->xu8, x, b->D);
+    kern_matvec_q8(y, b->qx->w, b->qx->rsum, b->qx->mul, b->x16, b->xu8, rows, b->D);
+    for (int j = 0; j < rows; j++) y[j] = y[j] * xs;
+}
 
 /* The model types of the core. */
 extern const LmBodyOps lm_body_elman; /* elman.c */

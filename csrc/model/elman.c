@@ -47,11 +47,8 @@ static int da_floats(int D, int H, int param) {
 static void step(LmBody* b, const float* const* P, const float* x, float* h) {
     int H = b->H;
     float *pre = b->fwd, *tmp = b->fwd + H;
-    kern_matvec(pre, P[WX], x, H, b->D);
-    if (b->qh) /* format 11, static: the integer product (FORMAT.md §2.6) */
-        kern_matvec_q8(tmp, b->qh->w, b->qh->rsum, b->qh->mul, b->h16, b->hu8, H, H);
-    else
-        kern_matvec(tmp, P[WH], h, H, H);
+    body_matvec_x(b, pre, P[WX], x, H); /* float, or format 11's integer products in a static stream */
+    body_matvec_h(b, tmp, P[WH], h, H);
     kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
     kern_tanh_vec(h, pre, H);
 }
@@ -91,6 +88,7 @@ const LmBodyOps lm_body_elman = {
     .param_min = 0,
     .param_max = 0,
     .h_tensor = WH,
+    .x_tensor = WX,
     .shapes = shapes,
     .state_floats = state_floats,
     .fwd_floats = fwd_floats,

@@ -79,11 +79,11 @@ struct LmWeights {
     int32_t* cs;         /* (C+1) class_start */
     int32_t* cls;        /* (V) class of each id */
     Kn* kn;              /* the Kneser-Ney expert (§2.5), or NULL */
-    /* the integer forward of format 11's static streams (§2.6): Wc and the body's h_tensor on the grid, made
+    /* the integer forward of format 11's static streams (§2.6): Wc and the body's h_tensor and x_tensor, made
      * here; Wo's rows a class at a time, by the first stream that reads the class (qo_st[c]: 0 not made,
      * 1 being made, 2 ready), so a small input quantises only the classes it uses */
-    LmQ8 qc, qb, qo;
-    int qb_rows;                 /* rows of the body's h_tensor; 0 = the body has none */
+    LmQ8 qc, qb, qx, qo;
+    int qb_rows, qx_rows;        /* rows of the body's h_tensor, x_tensor; 0 = the body has none */
     _Atomic unsigned char* qo_st; /* (C) */
     size_t bytes;
 };
@@ -248,8 +248,8 @@ void lm_weights_free(LmWeights* w) {
     free(w->cs);
     free(w->cls);
     kn_free(w->kn);
-    LmQ8* qs[] = {&w->qc, &w->qb, &w->qo};
-    for (int i = 0; i < 3; i++) free(qs[i]->w), free(qs[i]->rsum), free(qs[i]->mul);
+    LmQ8* qs[] = {&w->qc, &w->qb, &w->qx, &w->qo};
+    for (int i = 0; i < 4; i++) free(qs[i]->w), free(qs[i]->rsum), free(qs[i]->mul);
     free((void*)w->qo_st);
     free(w);
 }
@@ -264,32 +264,37 @@ int lm_weights_set_kn(LmWeights* w, const uint8_t* blob, size_t n) {
 
 size_t lm_weights_memory(const LmWeights* w) { return w->bytes + sizeof *w; }
 
-/* An LmQ8 of rows × H, its int8 part allocated but not written (pages untouched until used). */
-static int q8_alloc(LmWeights* w, LmQ8* q, size_t rows) {
-    q->w = walloc(&w->bytes, rows * (size_t)w->H, 0);
+/* An LmQ8 of rows × cols, its int8 part allocated but not written (pages untouched until used). */
+static int q8_alloc(LmWeights* w, LmQ8* q, size_t rows, int cols) {
+    q->w = walloc(&w->bytes, rows * (size_t)cols, 0);
     q->rsum = walloc(&w->bytes, rows * 4, 0);
     q->mul = walloc(&w->bytes, rows * 4, 0);
     return q->w && q->rsum && q->mul;
 }
 
-static void q8_rows(const LmQ8* q, size_t r0, const float* W, size_t rows, int H) {
+static void q8_rows(const LmQ8* q, size_t r0, const float* W, size_t rows, int cols) {
     for (size_t r = 0; r < rows; r++)
-        kern_quant_row(q->w + (r0 + r) * (size_t)H, q->rsum + r0 + r, q->mul + r0 + r, W + r * (size_t)H, H);
+        kern_quant_row(q->w + (r0 + r) * (size_t)cols, q->rsum + r0 + r, q->mul + r0 + r, W + r * (size_t)cols,
+                       cols);
 }
 
-/* The integer forward's tables (§2.6): Wc and the body's h_tensor quantised now, Wo's storage for later. */
+/* The integer forward's tables (§2.6): Wc and the body's h_tensor and x_tensor quantised now, Wo's storage for
+ * later. */
 static int q8_weights(LmWeights* w) {
-    size_t H = (size_t)w->H, C = (size_t)w->C;
-    int ht = w->body->h_tensor;
+    size_t H = (size_t)w->H, D = (size_t)w->D, C = (size_t)w->C;
+    int ht = w->body->h_tensor, xt = w->body->x_tensor;
     if (ht >= 0) w->qb_rows = (int)((w->off[LM_BODY + ht + 1] - w->off[LM_BODY + ht]) / H);
-    if (!q8_alloc(w, &w->qc, C) || !q8_alloc(w, &w->qo, (size_t)w->V)) return 0;
-    if (w->qb_rows && !q8_alloc(w, &w->qb, (size_t)w->qb_rows)) return 0;
+    if (xt >= 0) w->qx_rows = (int)((w->off[LM_BODY + xt + 1] - w->off[LM_BODY + xt]) / D);
+    if (!q8_alloc(w, &w->qc, C, w->H) || !q8_alloc(w, &w->qo, (size_t)w->V, w->H)) return 0;
+    if (w->qb_rows && !q8_alloc(w, &w->qb, (size_t)w->qb_rows, w->H)) return 0;
+    if (w->qx_rows && !q8_alloc(w, &w->qx, (size_t)w->qx_rows, w->D)) return 0;
     if (!(w->qo_st = walloc(&w->bytes, C, 1))) return 0;
     for (size_t c = 0; c < C; c++) atomic_init(&w->qo_st[c], 0);
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
     q8_rows(&w->qc, 0, w->dense + w->doff[w->hd[LM_WC]], C, w->H);
     if (w->qb_rows) q8_rows(&w->qb, 0, w->dense + w->doff[LM_BODY + ht], (size_t)w->qb_rows, w->H);
+    if (w->qx_rows) q8_rows(&w->qx, 0, w->dense + w->doff[LM_BODY + xt], (size_t)w->qx_rows, w->D);
     nlm_fpenv_leave(&fe);
     return 1;
 }
@@ -410,7 +415,7 @@ static void invalidate(Lm* m) {
 
 void lm_free(Lm* m) {
     if (!m) return;
-    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S, m->h16, m->hu8, m->qrow,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S, m->h16, m->hu8, m->qrow, m->body.x16, m->body.xu8,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
                   m->qc, m->qw, m->pk, m->mzc, m->mzw,
                   m->p,    m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
@@ -453,6 +458,8 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
         ALLOC(h16, H * 2);
         ALLOC(hu8, H);
         ALLOC(qrow, H * 4);
+        ALLOC(body.x16, D * 2);
+        ALLOC(body.xu8, D);
     }
     m->kn = w->kn;
     if (m->kn) {
@@ -722,6 +729,7 @@ int lm_set_qforward(Lm* m, int on) {
     if (on && m->adapt) return NLM_ERR_STATE;
     m->q8 = on ? 1 : 0;
     m->body.qh = (m->q8 && m->w->qb_rows) ? &m->w->qb : NULL;
+    m->body.qx = (m->q8 && m->w->qx_rows) ? &m->w->qx : NULL;
     m->body.h16 = m->h16, m->body.hu8 = m->hu8;
     invalidate(m);
     return NLM_OK;

@@ -58,11 +58,8 @@ static int da_floats(int D, int H, int param) {
 static void gates(LmBody* b, const float* const* P, const float* x, const float* h) {
     int H = b->H, H4 = 4 * b->H;
     float *a = A(b), *tmp = TMP(b), *gate = GATE(b);
-    kern_matvec(a, P[WX], x, H4, b->D);
-    if (b->qh) /* format 11, static: the integer product (FORMAT.md §2.6); h is this step's input */
-        kern_matvec_q8(tmp, b->qh->w, b->qh->rsum, b->qh->mul, b->h16, b->hu8, H4, H);
-    else
-        kern_matvec(tmp, P[WH], h, H4, H);
+    body_matvec_x(b, a, P[WX], x, H4); /* float, or format 11's integer products in a static stream */
+    body_matvec_h(b, tmp, P[WH], h, H4);
     kern_add3(a, a, tmp, P[B], H4); /* (Wx·x + Wh·h) + b */
     for (int j = 0; j < H4; j++) tmp[j] = 0.5f * a[j];
     kern_tanh_vec(gate, tmp, 2 * H);                   /* tanh(0.5·a) of i and f */
@@ -132,6 +129,7 @@ const LmBodyOps lm_body_lstm = {
     .param_min = 0,
     .param_max = 0,
     .h_tensor = WH,
+    .x_tensor = WX,
     .shapes = shapes,
     .state_floats = state_floats,
     .fwd_floats = fwd_floats,

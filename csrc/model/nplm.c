@@ -94,6 +94,7 @@ const LmBodyOps lm_body_nplm = {
     .param_min = 2,
     .param_max = 16,
     .h_tensor = -1,
+    .x_tensor = -1,
     .shapes = shapes,
     .state_floats = state_floats,
     .fwd_floats = fwd_floats,

@@ -23,7 +23,8 @@
  *              gb [2*n], p [2*n]
  *   OP = q8: IN = int32 rows, cols; float32 W[rows*cols], x[cols]
  *        OUT = kern_quant_row of each row: q [rows*cols int8], rsum [rows int32], mul [rows]; kern_quant_act(x):
- *              h16 [cols int16], hu8 [cols uint8]; kern_matvec_q8 [rows]
+ *              h16 [cols int16], hu8 [cols uint8]; kern_matvec_q8 [rows]; kern_quant_vec(x * 5): g16 [cols int16],
+ *              gu8 [cols uint8], xs [1]
  *   OP = mix: IN = int32 n; then n cases of int32 a[16], b[16], x[16], ea, eb, shift, lim
  *        OUT = per case: kern_mix2_dot(a, b, x) as int64 da, db; then a, b after kern_mix2_train [32 int32]
  * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
@@ -149,6 +150,11 @@ int main(int argc, char** argv) {
         fwrite(h16, 2, K, o);
         fwrite(hu8, 1, K, o);
         fwrite(y, 4, R, o);
+        for (int k = 0; k < K; k++) x[k] = x[k] * 5.0f;
+        float xs = kern_quant_vec(h16, hu8, x, K);
+        fwrite(h16, 2, K, o);
+        fwrite(hu8, 1, K, o);
+        fwrite(&xs, 4, 1, o);
     } else if (!strcmp(argv[1], "mix")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1) die("short read");
