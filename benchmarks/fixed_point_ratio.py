@@ -1,4 +1,6 @@
-"""Ratio cost of integer fixed-point forward matvecs (issue 11 evaluation only; the codec does not use them).
+"""Ratio cost of integer fixed-point forward matvecs (issue 11's evaluation, before format 11 adopted the int8
+form for static streams: codec/FORMAT.md §2.6, csrc/kernels/kern_q8.c; its exact sizes are in
+benchmarks/ratios.csv).
 
     python tools/dev_sample.py runs/dev_sample && python benchmarks/fixed_point_ratio.py runs/dev_sample/dev_*.txt
 

@@ -1,5 +1,5 @@
-/* fixed_point.c: speed of integer fixed-point matvecs against the float kernel (issue 11 evaluation only;
- * the codec does not use them).
+/* fixed_point.c: speed of integer fixed-point matvecs against the float kernel (issue 11's evaluation; format 11
+ * adopted the int8 form for static streams, csrc/kernels/kern_q8.c, whose kernels differ from these sketches).
  *
  * y[r] = Σ_k W[r][k]·x[k] for the default model's shapes (V=24576, D=128, H=256, C=192, classes of ~128
  * words): per token one class head (192×256), one class's word rows (128×256), Wx (256×128) and Wh

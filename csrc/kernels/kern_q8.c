@@ -106,9 +106,32 @@ __attribute__((target("avx2"))) static inline int32_t hsum8_epi32(__m256i a) {
     return _mm_cvtsi128_si32(t);
 }
 
+/* rows r..r+3 from their int32 accumulators: one hadd tree, then (float)s · mul as a 4-lane vector */
+__attribute__((target("avx2"))) static inline void finish4_avx2(float* y, const float* mul, __m256i a0, __m256i a1,
+                                                                __m256i a2, __m256i a3) {
+#define Q8_QUARTER(b) _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1))
+    __m128i s = _mm_hadd_epi32(_mm_hadd_epi32(Q8_QUARTER(a0), Q8_QUARTER(a1)),
+                               _mm_hadd_epi32(Q8_QUARTER(a2), Q8_QUARTER(a3)));
+#undef Q8_QUARTER
+    _mm_storeu_ps(y, _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_loadu_ps(mul)));
+}
+
+#define Q8_W16(p) _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(p)))
 __attribute__((target("avx2"))) static void matvec_q8_avx2(float* y, const int8_t* W, const float* mul,
                                                            const int16_t* h16, int rows, int cols) {
     int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const int8_t *w0 = W + (size_t)r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (int k = 0; k < cols; k += 16) {
+            __m256i h = _mm256_loadu_si256((const __m256i*)(h16 + k));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(Q8_W16(w0 + k), h));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(Q8_W16(w1 + k), h));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(Q8_W16(w2 + k), h));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(Q8_W16(w3 + k), h));
+        }
+        finish4_avx2(y + r, mul + r, a0, a1, a2, a3);
+    }
     for (; r + 2 <= rows; r += 2) {
         const int8_t *w0 = W + (size_t)r * cols, *w1 = w0 + cols;
         __m256i a0 = _mm256_setzero_si256(), a1 = a0;
