@@ -27,15 +27,16 @@ static inline int clamp127(float f) {
     return f > 127.0f ? 127 : f < -127.0f ? -127 : (int)f;
 }
 
-static int simd512(void);
-static float row_amax_avx512(const float* w, int n, int* done);
-static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n);
-static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, float c, int n);
+/* The SIMD forms of the grids (below; AVX-512BW or AVX2 by the run-time level): each does a prefix of the
+ * vector, a multiple of 8 or 16 elements, and returns its length (0 without SIMD); the scalar loops finish. */
+static float simd_amax(const float* w, int n, int* done);
+static int simd_quant_row(int8_t* q, int32_t* rsum, const float* w, float sc, int n);
+static int simd_grid(int16_t* g16, uint8_t* gu8, const float* x, float c, int n);
 
 void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n) {
     float amax = 0.0f;
-    int k0 = 0, simd = simd512();
-    if (simd) amax = row_amax_avx512(w, n, &k0);
+    int k0 = 0;
+    amax = simd_amax(w, n, &k0);
     for (int k = k0; k < n; k++) {
         float a = w[k] < 0.0f ? -w[k] : w[k];
         if (a > amax) amax = a;
@@ -48,7 +49,7 @@ void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n)
         return;
     }
     float sc = amax / 127.0f;
-    int k1 = simd ? quant_row_avx512(q, &s, w, sc, n) : 0;
+    int k1 = simd_quant_row(q, &s, w, sc, n);
     for (int k = k1; k < n; k++) {
         int v = clamp127(rne(w[k] / sc));
         q[k] = (int8_t)v;
@@ -60,7 +61,7 @@ void kern_quant_row(int8_t* q, int32_t* rsum, float* mul, const float* w, int n)
 
 /* g = rne(x[k] * c) clamped, both forms */
 static void grid(int16_t* g16, uint8_t* gu8, const float* x, float c, int n) {
-    for (int k = simd512() ? quant_act_avx512(g16, gu8, x, c, n) : 0; k < n; k++) {
+    for (int k = simd_grid(g16, gu8, x, c, n); k < n; k++) {
         int v = clamp127(rne(x[k] * c));
         g16[k] = (int16_t)v;
         gu8[k] = (uint8_t)(v + 128);
@@ -71,7 +72,7 @@ void kern_quant_act(int16_t* h16, uint8_t* hu8, const float* x, int n) { grid(h1
 
 float kern_quant_vec(int16_t* g16, uint8_t* gu8, const float* x, int n) {
     int k0 = 0;
-    float amax = simd512() ? row_amax_avx512(x, n, &k0) : 0.0f;
+    float amax = simd_amax(x, n, &k0);
     for (int k = k0; k < n; k++) {
         float a = x[k] < 0.0f ? -x[k] : x[k];
         if (a > amax) amax = a;
@@ -256,7 +257,94 @@ __attribute__((target("avx512f,avx512bw"))) static int quant_row_avx512(int8_t* 
     return k;
 }
 
-static int simd512(void) { return kern_simd_level() >= 3 && __builtin_cpu_supports("avx512bw"); }
+/* The grids with AVX2, 16 elements a step (the same operations as the scalar loops; NaN -> +0 before the clamps). */
+__attribute__((target("avx2"))) static inline __m256i rne_clamp8(__m256 t) {
+    const __m256 M = _mm256_set1_ps(12582912.0f);
+    __m256 f = _mm256_sub_ps(_mm256_add_ps(t, M), M);
+    f = _mm256_and_ps(f, _mm256_cmp_ps(f, f, _CMP_ORD_Q));
+    f = _mm256_max_ps(_mm256_min_ps(f, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f));
+    return _mm256_cvtps_epi32(f);
+}
+
+/* 16 int32 (two registers, elements in order) as 16 int16 in order */
+__attribute__((target("avx2"))) static inline __m256i pack16(__m256i v0, __m256i v1) {
+    return _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
+}
+
+/* 16 int16 in order (each in −128..255) as 16 bytes: signed (packs) or unsigned (packus) saturation, both exact */
+__attribute__((target("avx2"))) static inline __m128i bytes16(__m256i p, int is_unsigned) {
+    __m256i b = is_unsigned ? _mm256_packus_epi16(p, p) : _mm256_packs_epi16(p, p);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(b, 0x08));
+}
+
+__attribute__((target("avx2"))) static int grid_avx2(int16_t* g16, uint8_t* gu8, const float* x, float c, int n) {
+    const __m256 vc = _mm256_set1_ps(c);
+    int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m256i p = pack16(rne_clamp8(_mm256_mul_ps(_mm256_loadu_ps(x + k), vc)),
+                           rne_clamp8(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8), vc)));
+        _mm256_storeu_si256((__m256i*)(g16 + k), p);
+        _mm_storeu_si128((__m128i*)(gu8 + k), bytes16(_mm256_add_epi16(p, _mm256_set1_epi16(128)), 1));
+    }
+    return k;
+}
+
+__attribute__((target("avx2"))) static float amax_avx2(const float* w, int n, int* done) {
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256 m = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= n; k += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(w + k), abs), m);
+    __m128 t = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    t = _mm_max_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_max_ss(t, _mm_shuffle_ps(t, t, 0x55));
+    *done = k;
+    return _mm_cvtss_f32(t);
+}
+
+__attribute__((target("avx2"))) static int quant_row_avx2(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
+    const __m256 vs = _mm256_set1_ps(sc);
+    __m256i acc = _mm256_setzero_si256();
+    int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m256i v0 = rne_clamp8(_mm256_div_ps(_mm256_loadu_ps(w + k), vs));
+        __m256i v1 = rne_clamp8(_mm256_div_ps(_mm256_loadu_ps(w + k + 8), vs));
+        _mm_storeu_si128((__m128i*)(q + k), bytes16(pack16(v0, v1), 0));
+        acc = _mm256_add_epi32(acc, _mm256_add_epi32(v0, v1));
+    }
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    *rsum += _mm_cvtsi128_si32(t);
+    return k;
+}
+
+static int g_bw = -1; /* AVX512BW usable (level 3 has checked AVX-512F) */
+static int grid_level(void) {
+    int l = kern_simd_level();
+    if (l >= 3) {
+        if (g_bw < 0) g_bw = __builtin_cpu_supports("avx512bw") ? 1 : 0; /* benign race: one value */
+        return g_bw ? 3 : 2;
+    }
+    return l >= 2 ? 2 : 0;
+}
+
+static float simd_amax(const float* w, int n, int* done) {
+    int l = grid_level();
+    if (l == 3) return row_amax_avx512(w, n, done);
+    if (l == 2) return amax_avx2(w, n, done);
+    *done = 0;
+    return 0.0f;
+}
+
+static int simd_quant_row(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
+    int l = grid_level();
+    return l == 3 ? quant_row_avx512(q, rsum, w, sc, n) : l == 2 ? quant_row_avx2(q, rsum, w, sc, n) : 0;
+}
+
+static int simd_grid(int16_t* g16, uint8_t* gu8, const float* x, float c, int n) {
+    int l = grid_level();
+    return l == 3 ? quant_act_avx512(g16, gu8, x, c, n) : l == 2 ? grid_avx2(g16, gu8, x, c, n) : 0;
+}
 
 static int g_vnni = -1; /* AVX512-VNNI and AVX512BW usable (with AVX-512F, which level 3 has checked) */
 static int have_vnni(void) {
@@ -270,13 +358,12 @@ static int have_vnni(void) {
     return v;
 }
 #else
-static int simd512(void) { return 0; }
-static float row_amax_avx512(const float* w, int n, int* done) { return (void)w, (void)n, *done = 0, 0.0f; }
-static int quant_row_avx512(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
+static float simd_amax(const float* w, int n, int* done) { return (void)w, (void)n, *done = 0, 0.0f; }
+static int simd_quant_row(int8_t* q, int32_t* rsum, const float* w, float sc, int n) {
     return (void)q, (void)rsum, (void)w, (void)sc, (void)n, 0;
 }
-static int quant_act_avx512(int16_t* h16, uint8_t* hu8, const float* x, float c, int n) {
-    return (void)h16, (void)hu8, (void)x, (void)c, (void)n, 0;
+static int simd_grid(int16_t* g16, uint8_t* gu8, const float* x, float c, int n) {
+    return (void)g16, (void)gu8, (void)x, (void)c, (void)n, 0;
 }
 #endif
 
