@@ -243,3 +243,24 @@ def test_nplm_context_in_the_type_field():
         b[48:52] = struct.pack("<I", bad)
         with pytest.raises(ModelFormatError):
             Model.from_bytes(bytes(b))
+
+
+def test_word_classes_are_quantised_once_for_every_thread():
+    """Format 11 quantises the word head a class at a time, the first time a static stream reads the class, into
+    the one table of the shared native model (an atomic state per class: csrc/model/lm.c q8_class).  Four
+    threads coding static streams at once on a freshly loaded model (no class quantised yet) write exactly the
+    frames one thread writes alone, and each frame decodes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nlmcodec
+
+    texts = [(b"The %d quick brown foxes jumped over %d lazy dogs near the river bank; " % (i, 7 * i)) * 300
+             for i in range(8)]
+    path = nlmcodec._bundled_files()["default"]
+    alone = [nlmcodec.compress(t, model=Model.load(path), adapt=False) for t in texts[:2]]
+    shared = Model.load(path)                                   # a fresh native model: no class made yet
+    with ThreadPoolExecutor(4) as ex:
+        frames = list(ex.map(lambda t: nlmcodec.compress(t, model=shared, adapt=False), texts))
+    assert frames[:2] == alone
+    assert all(nlmcodec.decompress(f, model=shared) == t for f, t in zip(frames, texts))
+    assert frames[0] != frames[1]
