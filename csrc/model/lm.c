@@ -5,7 +5,8 @@
  *
  * Forward (§2): logits from h = S[0..H) (S the body's state); after the token, the input
  * x = (E[w] + Ecase[case]) + Egap[gap] (D), then the body's step advances S.  Head products by kern_matvec
- * (16-lane canonical order).
+ * (16-lane canonical order); in a static stream of format 11 the class and word heads (and the body's products,
+ * body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6, lm_set_qforward).
  *
  * Segment (adaptive mode): lm_advance records for token t the state S_t it was predicted from, its
  * logits (class, the word logits of its class, case, gap) and its symbols.  The loss of token t is
@@ -415,7 +416,8 @@ static void invalidate(Lm* m) {
 
 void lm_free(Lm* m) {
     if (!m) return;
-    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S, m->h16, m->hu8, m->qrow, m->body.x16, m->body.xu8,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+    void* ps[] = {m->body.fwd, m->body.da, (void*)m->body.pd, (void*)m->body.pu, m->S,    m->zc,   m->zw,   m->zk,   m->zg,    m->xbuf,  m->erow,   m->brow,   m->borow,
+                  m->h16, m->hu8, m->qrow, m->body.x16, m->body.xu8,
                   m->qc, m->qw, m->pk, m->mzc, m->mzw,
                   m->p,    m->matE, m->matB, m->matC,  m->segi,  m->segf,   m->gd,     m->gE,
                   m->gWo,  m->gbo,  m->gBc,  m->gBg,  m->stE,   m->stO,   m->stB,    m->slE,    m->slO,
@@ -721,8 +723,6 @@ void lm_params(const Lm* m, float* out) {
     if (m->adapt) copy_adapted(m, out, m->p, m->matE, m->matB, m->matC);
 }
 
-/* ---- heads: forward ---- */
-
 /* ---- the integer forward (format 11's static streams, §2.6) ---- */
 
 int lm_set_qforward(Lm* m, int on) {
@@ -759,6 +759,8 @@ static void q8_class(Lm* m, int c) {
     while (atomic_load_explicit(st, memory_order_acquire) != 2) {
     }
 }
+
+/* ---- heads: forward ---- */
 
 /* class head: zc (C) = Wc (C×H) · h + bc */
 static void class_logits(Lm* m) {

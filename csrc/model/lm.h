@@ -56,11 +56,13 @@ void lm_tensor_offsets(const NlmConfig* cfg, const LmBodyOps* body, size_t off[L
  * NLM_PARAM_F32.  The block is NOT copied when it is aligned for its type on a little-endian host: the
  * caller keeps it alive and unchanged until lm_weights_free (e.g. a mapped model file); otherwise a copy
  * is made (in native order).  Only the dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are
- * converted to float32 here; the big tables (E, Wo, bo, Bcase, Bgap) are read as stored.
+ * converted to float32 here; the big tables (E, Wo, bo, Bcase, Bgap) are read as stored.  Format 11's int8
+ * rows (§2.6) of Wc and the body's products are made here too; Wo's are made a class at a time, by the first
+ * static stream that reads the class (V×H bytes reserved here, written only as classes are used).
  * ms: lm_tensor_count(body) floats (the training RMS gradient of each tensor).  class_start: C+1 ids
  * (0 = first, V = last, strictly increasing).  Returns NULL and sets *err (NLM_ERR_CONFIG, NLM_ERR_VOCAB,
- * NLM_ERR_NOMEM); err may be NULL.  After creation nothing writes to it: any number of threads may use one
- * LmWeights at once. */
+ * NLM_ERR_NOMEM); err may be NULL.  After creation nothing writes to it but those class rows, each class once
+ * under an atomic state (lm.c q8_class): any number of threads may use one LmWeights at once. */
 LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const void* params, int dtype,
                           const float* ms, const int32_t* class_start, int* err);
 void lm_weights_free(LmWeights* w);
