@@ -187,9 +187,10 @@ int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int ski
  * decoder can follow, so the caller saves before and restores after.  No effect on a static context. */
 int nlm_codec_set_frozen(NlmCodec* c, int on);
 
-/* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it.  The frame
- * layer snapshots before coding a block with the word model and restores when it picks a fallback block,
- * so the decoder, which never sees that attempt, stays in step. */
+/* Snapshot the adaptive state (weights, h, cache, speller); nlm_codec_restore returns to it and keeps it, so
+ * any number of restores return to the same state until the next save.  The frame layer snapshots before
+ * coding a block with the word model and restores when it picks a fallback block, so the decoder, which
+ * never sees that attempt, stays in step (after a probe's restore it reuses the probe's snapshot). */
 int nlm_codec_save(NlmCodec* c);
 int nlm_codec_restore(NlmCodec* c);
 

@@ -221,3 +221,30 @@ def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
     assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
     info = nlmcodec.get_frame_info(nlmcodec.compress(data, model=default_model))
     assert {b.kind for b in info.blocks} == {"byte"}
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+def test_a_snapshot_outlives_restores(default_model, adapt):
+    """The encoder reuses the probe's snapshot for the block after it (nlm.h nlm_codec_save): after two
+    discarded attempts, each rolled back by restore() to one save(), the context codes the next block as a
+    context that never made them.  The default model, so every part of the state is in play (the adapted
+    weights, the match and cache tables, the speller's byte model on unknown words)."""
+    from nlmcodec import _core
+
+    text = short_text(80000)
+    a, x, y, b = (text[o:o + 6000] for o in (0, 20000, 40000, 60000))
+    c = _core.Codec(default_model, adapt)
+    c.reset()
+    c.encode_block(a)
+    c.save()
+    c.set_frozen(True)            # the probe's attempt
+    c.encode_block(x)
+    c.set_frozen(False)
+    c.restore()
+    c.encode_block(y)             # the block's attempt, discarded too
+    c.restore()
+    after = c.encode_block(b)
+    fresh = _core.Codec(default_model, adapt)
+    fresh.reset()
+    fresh.encode_block(a)
+    assert after == fresh.encode_block(b)

@@ -12,7 +12,9 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
   when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
   block (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d, so its
-  state is what the decoder will have.
+  state is what the decoder will have.  No save() where it would copy the state for nothing: right after a
+  probe (its restore() left a snapshot of this very state, and a snapshot outlives restores) and before the
+  group's last block (nothing reads the state after it: the next group starts with reset()).
 * The first time a block is above BYTE_TRY_RATIO x lzma preset 1, or when a fresh byte model codes the
   group's first word-model block in less than TRACK_RATIO x the word model's payload (an estimate, thrown
   away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
@@ -253,11 +255,15 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
         block = raw[pos:pos + k]
-        if probe_ok and i % PROBE_SPAN == 0:   # a failed probe rules the word model out for the group
-            probe_ok = len(raw) - pos < PROBE_MIN_LEFT or _probe_says_model(codec, raw, pos)
+        snap = False                  # the codec's snapshot is of its state now (the probe rolled back to it)
+        if probe_ok and i % PROBE_SPAN == 0 and len(raw) - pos >= PROBE_MIN_LEFT:
+            probe_ok = _probe_says_model(codec, raw, pos)   # a failed probe rules the word model out for the group
+            snap = True
+        last = pos + k == len(raw)    # nothing follows: a rejected last block needs no rollback
         payload = None
         if probe_ok and not _looks_binary(block):
-            codec.save()
+            if not snap and not last:
+                codec.save()
             payload = _try_model(codec, block)
             if payload is not None:
                 best = k
@@ -269,7 +275,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
                         track = _ByteParts(raw)
                 penalty = F.MODEL_ID_SIZE if single and not used else 0
                 if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
-                    codec.restore()   # the decoder never runs the model on this block
+                    if not last:      # the decoder never runs the model on this block
+                        codec.restore()
                     payload = None
                 else:
                     wbytes += k
