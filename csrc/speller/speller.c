@@ -328,6 +328,72 @@ static int sp_update_body(PState* p, const uint8_t* b, int len, int maxlen) {
     return 0;
 }
 
+/* Priming (speller_new) updates with a few hundred thousand symbols, and the list walks of sp_update, each
+ * link a cache miss in a pool that grows in arrival order, were most of a model's load time.  While it primes,
+ * an index of (context, symbol) -> pool entry finds an entry in one probe instead.  The counts, totals,
+ * halvings and entries made are sp_update's, in the same order; only the lists' order differs (no entry moves
+ * to the front), which nothing coded depends on (see ctx_sym_idx) and which pstate_compact then fixes. */
+typedef struct {
+    uint64_t* key; /* pair key + 1; 0 = empty */
+    int32_t* val;  /* the pool entry */
+    uint32_t cap, used;
+} PairIdx;
+
+/* a context key is below 2^43 (order << 40 | four 9-bit symbols), so key << 9 | sym is unique */
+static inline uint64_t pair_key(uint64_t ctx, int sym) { return ((ctx << 9) | (uint64_t)sym) + 1; }
+
+static int32_t pair_find(const PairIdx* x, uint64_t k) {
+    for (uint32_t m = x->cap - 1, i = hash64(k) & m;; i = (i + 1) & m) {
+        if (x->key[i] == k) return x->val[i];
+        if (x->key[i] == 0) return -1;
+    }
+}
+
+static int pair_put(PairIdx* x, uint64_t k, int32_t v) {
+    if ((x->used + 1) * 2 > x->cap) {
+        PairIdx n = {(uint64_t*)calloc((size_t)x->cap * 2, 8), (int32_t*)malloc((size_t)x->cap * 2 * 4), x->cap * 2,
+                     x->used};
+        if (!n.key || !n.val) {
+            free(n.key), free(n.val);
+            return NLM_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; i < x->cap; i++) {
+            if (!x->key[i]) continue;
+            uint32_t j = hash64(x->key[i]) & (n.cap - 1);
+            while (n.key[j]) j = (j + 1) & (n.cap - 1);
+            n.key[j] = x->key[i], n.val[j] = x->val[i];
+        }
+        free(x->key), free(x->val);
+        *x = n;
+    }
+    uint32_t m = x->cap - 1, i = hash64(k) & m;
+    while (x->key[i]) i = (i + 1) & m;
+    x->key[i] = k, x->val[i] = v;
+    x->used++;
+    return 0;
+}
+
+/* sp_update with the index (x holds every (context, symbol) entry of p) */
+static int sp_update_indexed(PState* p, PairIdx* x, const uint8_t* b, int pos, int sym) {
+    int maxo = pos + 1 < ORDER ? pos + 1 : ORDER;
+    uint64_t key[ORDER + 1];
+    int32_t ent[ORDER + 1];
+    int lo = -1;
+    for (int o = maxo; o >= 0 && lo < 0; o--) {
+        key[o] = ctx_key(b, pos, o);
+        if ((ent[o] = pair_find(x, pair_key(key[o], sym))) >= 0) lo = o;
+    }
+    if (lo < 0) lo = 0;
+    for (int o = maxo; o >= lo; o--) {
+        int err = 0;
+        PCtx* c = ctx_get(p, key[o], &err);
+        if (!c) return err ? err : NLM_ERR_NOMEM;
+        if ((err = ctx_add(p, c, sym, SPELL_INC, ent[o], -1))) return err;
+        if (ent[o] < 0 && (err = pair_put(x, pair_key(key[o], sym), c->head))) return err; /* new: at the head */
+    }
+    return 0;
+}
+
 static double lg(uint32_t F, uint32_t f) { return log2((double)F / (double)f); }
 
 /* Code one symbol (0..256) at position pos of b.  Encoder: *sym given; decoder: *sym set. */
@@ -580,24 +646,31 @@ static int cache_copy(Cache* d, const Cache* s) {
 /* ---------------- public ---------------- */
 
 Speller* speller_new(const uint8_t* prime, size_t len) {
+    PairIdx x = {NULL, NULL, 0, 0};
     Speller* s = (Speller*)calloc(1, sizeof *s);
     if (!s) return NULL;
     s->primed = &s->own_primed;
     if (pstate_init(&s->cur) || pstate_init(&s->own_primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
         cache_init(&s->cache_saved))
         goto fail;
+    x.cap = 4096;
+    if (!(x.key = (uint64_t*)calloc(x.cap, 8)) || !(x.val = (int32_t*)malloc((size_t)x.cap * 4))) goto fail;
     size_t i = 0;
-    while (prime && i < len) {
+    while (prime && i < len) { /* each line as sp_update_body(own_primed, line, n, SPELLER_MAX_BODY), indexed */
         size_t j = i;
         while (j < len && prime[j] != '\n') j++;
-        size_t n = j - i;
-        if (n > SPELLER_MAX_BODY) n = SPELLER_MAX_BODY;
-        if (n && sp_update_body(&s->own_primed, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
+        const int n = (int)(j - i < SPELLER_MAX_BODY ? j - i : SPELLER_MAX_BODY);
+        const int last = n < SPELLER_MAX_BODY ? n : n - 1; /* a body cut at the limit gets no END */
+        for (int k = 0; n && k <= last; k++)
+            if (sp_update_indexed(&s->own_primed, &x, prime + i, k, k < n ? prime[i + k] : END)) goto fail;
         i = j + 1;
     }
+    free(x.key), free(x.val);
+    x.key = NULL, x.val = NULL;
     if (pstate_compact(&s->own_primed) || pstate_copy(&s->cur, s->primed)) goto fail;
     return s;
 fail:
+    free(x.key), free(x.val);
     speller_free(s);
     return NULL;
 }
