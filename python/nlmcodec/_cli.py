@@ -33,7 +33,6 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 import threading
 import time
 
@@ -685,6 +684,8 @@ class _Output:
         with _Temps.lock:     # registered before the signal handler can look
             if _Temps.dying:
                 raise _Skip("interrupted")
+            import tempfile   # here: writing to standard output (the start-up benchmark) never loads it
+
             self.fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
             _Temps.paths.add(self.tmp)
         self.sink = _Sink(self.fd, path)
