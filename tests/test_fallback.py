@@ -223,16 +223,21 @@ def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
     assert {b.kind for b in info.blocks} == {"byte"}
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh", "after_a_block"])
 @pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
-def test_a_snapshot_outlives_restores(default_model, adapt):
+def test_a_snapshot_outlives_restores(default_model, adapt, warm):
     """The encoder reuses the probe's snapshot for the block after it (nlm.h nlm_codec_save): after two
     discarded attempts, each rolled back by restore() to one save(), the context codes the next block as a
     context that never made them.  The default model, so every part of the state is in play (the adapted
-    weights, the match and cache tables, the speller's byte model on unknown words)."""
+    weights, the match and cache tables, the speller's byte model on unknown words).  Fresh: the snapshot
+    is taken before any block, when the speller still works on the model's primed tables (speller.c
+    cur_state), as the probe at a group's start does."""
     from nlmcodec import _core
 
     text = short_text(80000)
     a, x, y, b = (text[o:o + 6000] for o in (0, 20000, 40000, 60000))
+    if not warm:
+        a = b""
     c = _core.Codec(default_model, adapt)
     c.reset()
     c.encode_block(a)

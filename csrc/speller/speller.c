@@ -97,6 +97,8 @@ struct Speller {
     CmModel* cm_saved;
     PState cur, own_primed, saved;
     const PState* primed; /* &own_primed, or the template's (speller_new_shared): read only */
+    int cur_primed;       /* the working tables are the primed ones, unchanged: cur is not made (cur_state) */
+    int saved_primed;     /* the snapshot is of the primed tables: saved was not made */
     Cache cache, cache_saved;
     int has_saved;
     uint32_t f[NSYM + 1]; /* scratch: frequencies of one PPM level, [NSYM] = escape */
@@ -145,6 +147,21 @@ static int pstate_copy(PState* d, const PState* s) {
     d->pused = s->pused;
     memcpy(d->gap, s->gap, sizeof d->gap);
     memcpy(d->o0, s->o0, sizeof d->o0);
+    return 0;
+}
+
+/* The working tables.  A fresh or reset speller works on the primed tables themselves until its first update
+ * (cur_primed): the copy into cur (megabytes for a default model) is made then, by make_cur, so a context
+ * that spells nothing never copies them, and a reset or a save of an unchanged speller copies nothing.  The
+ * primed tables' gap counts are gap_init's (priming updates only the contexts), as a reset leaves cur's. */
+static const PState* cur_state(const Speller* s) { return s->cur_primed ? s->primed : &s->cur; }
+
+static int make_cur(Speller* s) {
+    if (!s->cur_primed) return 0;
+    int err = pstate_copy(&s->cur, s->primed);
+    if (err) return err;
+    gap_init(&s->cur);
+    s->cur_primed = 0;
     return 0;
 }
 
@@ -398,7 +415,7 @@ static double lg(uint32_t F, uint32_t f) { return log2((double)F / (double)f); }
 
 /* Code one symbol (0..256) at position pos of b.  Encoder: *sym given; decoder: *sym set. */
 static int sp_code_sym(Speller* s, Rc* rc, const uint8_t* b, int pos, int* sym, double* bits) {
-    const PState* p = &s->cur;
+    const PState* p = cur_state(s);
     uint8_t excl[NSYM];
     uint32_t* f = s->f;
     memset(excl, 0, sizeof excl);
@@ -476,7 +493,7 @@ static void sp_find_all(const PState* p, const uint8_t* b, int pos, int maxo, co
  * units of 2^-40, integers only: at each order, from the highest, q = mass / F, a non-excluded symbol y
  * gets q * f_y and the mass becomes q * d; order -1 shares what is left equally. */
 static void sp_dist(Speller* s, const uint8_t* b, int pos, uint64_t* tree) {
-    const PState* p = &s->cur;
+    const PState* p = cur_state(s);
     uint8_t excl[NSYM];
     uint64_t* leaf = tree + 256;
     memset(excl, 0, sizeof excl);
@@ -667,7 +684,8 @@ Speller* speller_new(const uint8_t* prime, size_t len) {
     }
     free(x.key), free(x.val);
     x.key = NULL, x.val = NULL;
-    if (pstate_compact(&s->own_primed) || pstate_copy(&s->cur, s->primed)) goto fail;
+    if (pstate_compact(&s->own_primed)) goto fail;
+    s->cur_primed = 1;
     return s;
 fail:
     free(x.key), free(x.val);
@@ -680,10 +698,11 @@ Speller* speller_new_shared(const Speller* tmpl) {
     if (!s) return NULL;
     s->primed = tmpl->primed;
     if (pstate_init(&s->cur) || pstate_init(&s->own_primed) || pstate_init(&s->saved) || cache_init(&s->cache) ||
-        cache_init(&s->cache_saved) || pstate_copy(&s->cur, s->primed)) {
+        cache_init(&s->cache_saved)) {
         speller_free(s);
         return NULL;
     }
+    s->cur_primed = 1;
     return s;
 }
 
@@ -700,10 +719,7 @@ void speller_free(Speller* s) {
 }
 
 void speller_reset(Speller* s) {
-    /* cur has at least the primed capacity (it started as a copy and only grows), so this cannot fail;
-     * if it ever did, cur would keep its content, which the caller cannot observe as success. */
-    pstate_copy(&s->cur, s->primed);
-    gap_init(&s->cur);
+    s->cur_primed = 1; /* back to the primed tables; cur is made again from them at the first update */
     cache_clear(&s->cache);
     if (s->kind == SPELLER_CM) cm_reset(s->cm);
 }
@@ -720,7 +736,8 @@ int speller_set_kind(Speller* s, int kind) {
 }
 
 int speller_save(Speller* s) {
-    int err = pstate_copy(&s->saved, &s->cur);
+    s->saved_primed = s->cur_primed;
+    int err = s->cur_primed ? 0 : pstate_copy(&s->saved, &s->cur);
     if (!err) err = cache_copy(&s->cache_saved, &s->cache);
     if (!err && s->kind == SPELLER_CM) {
         if (!s->cm_saved && !(s->cm_saved = cm_new_speller(&err))) err = err < 0 ? err : NLM_ERR_NOMEM;
@@ -732,7 +749,9 @@ int speller_save(Speller* s) {
 
 int speller_restore(Speller* s) {
     if (!s->has_saved) return NLM_ERR_STATE;
-    int err = pstate_copy(&s->cur, &s->saved);
+    int err = 0;
+    if (s->saved_primed) s->cur_primed = 1;
+    else if (!(err = pstate_copy(&s->cur, &s->saved))) s->cur_primed = 0;
     if (!err) err = cache_copy(&s->cache, &s->cache_saved);
     if (!err && s->kind == SPELLER_CM) err = s->cm_saved ? cm_copy(s->cm, s->cm_saved) : NLM_ERR_STATE;
     return err;
@@ -838,7 +857,7 @@ int speller_code_unknown_with(Speller* s, Rc* rc, uint8_t* buf, int* len, int ma
         if ((err = sp_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL))) return err;
     }
     if (rc->decoding && cache_lookup(c, buf, *len) >= 0) return NLM_ERR_CORRUPT; /* escape to a cached body */
-    if ((err = sp_update_body(&s->cur, buf, *len, maxlen))) return err;
+    if ((err = make_cur(s)) || (err = sp_update_body(&s->cur, buf, *len, maxlen))) return err;
     return cache_append(c, buf, *len);
 }
 
@@ -853,7 +872,8 @@ int speller_code_gap(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, dou
         for (int i = 0; i < n; i++)
             if (ws_index(buf[i]) < 0) return NLM_ERR_STATE;
     }
-    int prev = 6, pos;
+    int prev = 6, pos, err;
+    if ((err = make_cur(s))) return err;
     for (pos = 0; pos < maxlen; pos++) {
         uint32_t* g = s->cur.gap[prev];
         uint32_t f[7];
@@ -861,7 +881,7 @@ int speller_code_gap(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, dou
         for (int j = 0; j < 7; j++) F += (f[j] = g[j]);
         if (pos == 0) F -= f[6], f[6] = 0;
         int x = rc->decoding ? 0 : (pos < n ? ws_index(buf[pos]) : 6);
-        int err = rc_code_freqs(rc, f, 7, F, &x);
+        err = rc_code_freqs(rc, f, 7, F, &x);
         if (err) return err;
         if (bits) *bits += lg(F, f[x]);
         g[x] += GAP_INC;
@@ -878,7 +898,8 @@ int speller_code_gap(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, dou
 }
 
 size_t speller_table_bytes(const Speller* s) {
-    return s->cur.ccap * sizeof(PCtx) + s->cur.pused * sizeof(PSym);
+    const PState* p = cur_state(s);
+    return p->ccap * sizeof(PCtx) + p->pused * sizeof(PSym);
 }
 
 int speller_cache_size(const Speller* s) { return s->cache.n; }
