@@ -26,8 +26,9 @@ Speller* speller_new(const uint8_t* prime, size_t len);
  * written through it): what every codec context of one model uses, so priming runs once per model. */
 Speller* speller_new_shared(const Speller* tmpl);
 void speller_free(Speller* s);
-/* Back to the just-primed state: primed speller, empty cache, fresh gap model.  Always succeeds once
- * the tables exist (they are only copied). */
+/* Back to the just-primed state: primed speller, empty cache, fresh gap model.  Always succeeds (nothing
+ * is copied: the speller reads the primed tables until its next update makes its own copy of them, so the
+ * update that spells a body or a literal gap may fail with NLM_ERR_NOMEM). */
 void speller_reset(Speller* s);
 /* Snapshot / rollback of the adaptive state (speller, cache, gap model).  0 or a negative NLM_ERR_*
  * (NLM_ERR_NOMEM; NLM_ERR_STATE for a restore with no snapshot). */
