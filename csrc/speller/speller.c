@@ -153,16 +153,14 @@ static int pstate_copy(PState* d, const PState* s) {
 /* The working tables.  A fresh or reset speller works on the primed tables themselves until its first update
  * (cur_primed): the copy into cur (megabytes for a default model) is made then, by make_cur, so a context
  * that spells nothing never copies them, and a reset or a save of an unchanged speller copies nothing.  The
- * primed tables' gap counts are gap_init's (priming updates only the contexts), as a reset leaves cur's. */
+ * primed tables' gap counts are gap_init's (priming updates only the contexts): a fresh gap model. */
 static const PState* cur_state(const Speller* s) { return s->cur_primed ? s->primed : &s->cur; }
 
 static int make_cur(Speller* s) {
     if (!s->cur_primed) return 0;
     int err = pstate_copy(&s->cur, s->primed);
-    if (err) return err;
-    gap_init(&s->cur);
-    s->cur_primed = 0;
-    return 0;
+    if (!err) s->cur_primed = 0;
+    return err;
 }
 
 /* Lay each context's list out contiguously in the pool, in its order (the primed tables, once): the walks
@@ -337,14 +335,6 @@ static int sp_update(PState* p, const uint8_t* b, int pos, int sym) {
     return 0;
 }
 
-static int sp_update_body(PState* p, const uint8_t* b, int len, int maxlen) {
-    for (int i = 0; i <= len && i < maxlen + (len < maxlen); i++) {
-        int err = sp_update(p, b, i, i < len ? b[i] : END);
-        if (err) return err;
-    }
-    return 0;
-}
-
 /* Priming (speller_new) updates with a few hundred thousand symbols, and the list walks of sp_update, each
  * link a cache miss in a pool that grows in arrival order, were most of a model's load time.  While it primes,
  * an index of (context, symbol) -> pool entry finds an entry in one probe instead.  The counts, totals,
@@ -407,6 +397,16 @@ static int sp_update_indexed(PState* p, PairIdx* x, const uint8_t* b, int pos, i
         if (!c) return err ? err : NLM_ERR_NOMEM;
         if ((err = ctx_add(p, c, sym, SPELL_INC, ent[o], -1))) return err;
         if (ent[o] < 0 && (err = pair_put(x, pair_key(key[o], sym), c->head))) return err; /* new: at the head */
+    }
+    return 0;
+}
+
+/* Update with every position of body b (END after it when shorter than maxlen); x: priming's index, or NULL. */
+static int sp_update_body(PState* p, PairIdx* x, const uint8_t* b, int len, int maxlen) {
+    for (int i = 0; i <= len && i < maxlen + (len < maxlen); i++) {
+        const int sym = i < len ? b[i] : END;
+        int err = x ? sp_update_indexed(p, x, b, i, sym) : sp_update(p, b, i, sym);
+        if (err) return err;
     }
     return 0;
 }
@@ -673,13 +673,12 @@ Speller* speller_new(const uint8_t* prime, size_t len) {
     x.cap = 4096;
     if (!(x.key = (uint64_t*)calloc(x.cap, 8)) || !(x.val = (int32_t*)malloc((size_t)x.cap * 4))) goto fail;
     size_t i = 0;
-    while (prime && i < len) { /* each line as sp_update_body(own_primed, line, n, SPELLER_MAX_BODY), indexed */
+    while (prime && i < len) {
         size_t j = i;
         while (j < len && prime[j] != '\n') j++;
-        const int n = (int)(j - i < SPELLER_MAX_BODY ? j - i : SPELLER_MAX_BODY);
-        const int last = n < SPELLER_MAX_BODY ? n : n - 1; /* a body cut at the limit gets no END */
-        for (int k = 0; n && k <= last; k++)
-            if (sp_update_indexed(&s->own_primed, &x, prime + i, k, k < n ? prime[i + k] : END)) goto fail;
+        size_t n = j - i;
+        if (n > SPELLER_MAX_BODY) n = SPELLER_MAX_BODY;
+        if (n && sp_update_body(&s->own_primed, &x, prime + i, (int)n, SPELLER_MAX_BODY)) goto fail;
         i = j + 1;
     }
     free(x.key), free(x.val);
@@ -857,7 +856,7 @@ int speller_code_unknown_with(Speller* s, Rc* rc, uint8_t* buf, int* len, int ma
         if ((err = sp_spell(s, rc, buf, len, maxlen, bits ? bits + 1 : NULL))) return err;
     }
     if (rc->decoding && cache_lookup(c, buf, *len) >= 0) return NLM_ERR_CORRUPT; /* escape to a cached body */
-    if ((err = make_cur(s)) || (err = sp_update_body(&s->cur, buf, *len, maxlen))) return err;
+    if ((err = make_cur(s)) || (err = sp_update_body(&s->cur, NULL, buf, *len, maxlen))) return err;
     return cache_append(c, buf, *len);
 }
 
