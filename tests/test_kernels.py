@@ -350,7 +350,8 @@ def q8_definition(W, x):
     return q, rsum, mul, h16, u8(h16), y, g16, u8(g16), np.array([xs], f32)
 
 
-@pytest.mark.parametrize("rows,cols", [(1, 16), (3, 48), (5, 80), (7, 256), (64, 256), (3, 4096)])
+@pytest.mark.parametrize("rows,cols", [(1, 16), (3, 48), (5, 80), (7, 256), (64, 256), (3, 4096),
+                                       (23, 256), (37, 128), (16, 128)])  # 16-row blocks of VNNI, then 4, then 1
 def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols):
     """Format 11's integer forward (kern_q8.c): the rows and activations on their grids and the exact int32
     products are the same bytes on every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd with its masked

@@ -184,13 +184,86 @@ Q8_VNNI_TARGET static inline void finish4(float* y, const int32_t* rsum, const f
     _mm_storeu_ps(y, _mm_mul_ps(_mm_cvtepi32_ps(s), _mm_loadu_ps(mul)));
 }
 
+/* Sixteen rows at once: their sums as one register in row order, by pairs of rows (32-bit interleave), then
+ * quads (64-bit interleave: each 128-bit quarter holds four rows), then the quarters added; integer adds, so
+ * the sums are the four-row finish's whatever the order.  Named registers, not arrays: they stay in zmm. */
+Q8_VNNI_TARGET static inline __m512i q8_pair(__m512i x, __m512i y) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
+}
+Q8_VNNI_TARGET static inline __m512i q8_quad(__m512i x, __m512i y) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
+}
+Q8_VNNI_TARGET static inline __m512i q8_halves(__m512i x, __m512i y) {
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xDD));
+}
+
+/* rows r..r+15 from their accumulators: (float)(s − 128·rsum) · mul into y[0..15] */
+#define Q8_FINISH16(y, rsum, mul)                                                                              \
+    do {                                                                                                       \
+        __m512i e_ = q8_halves(q8_halves(q8_quad(q8_pair(a0, a1), q8_pair(a2, a3)),                            \
+                                         q8_quad(q8_pair(a4, a5), q8_pair(a6, a7))),                           \
+                               q8_halves(q8_quad(q8_pair(a8, a9), q8_pair(a10, a11)),                          \
+                                         q8_quad(q8_pair(a12, a13), q8_pair(a14, a15))));                      \
+        e_ = _mm512_sub_epi32(e_, _mm512_slli_epi32(_mm512_loadu_si512(rsum), 7));                             \
+        _mm512_storeu_ps((y), _mm512_mul_ps(_mm512_cvtepi32_ps(e_), _mm512_loadu_ps(mul)));                    \
+    } while (0)
+
+/* one row of 256 columns against x0..x3 (two chains of two) */
+#define Q8_ROW256(a, wj)                                                                                       \
+    do {                                                                                                       \
+        __m512i p_ = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(wj));                  \
+        __m512i q_ = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512((wj) + 64));           \
+        p_ = _mm512_dpbusd_epi32(p_, x2, _mm512_loadu_si512((wj) + 128));                                      \
+        q_ = _mm512_dpbusd_epi32(q_, x3, _mm512_loadu_si512((wj) + 192));                                      \
+        a = _mm512_add_epi32(p_, q_);                                                                          \
+    } while (0)
+
+/* one row of 128 columns against x0, x1 */
+#define Q8_ROW128(a, wj)                                                                                       \
+    a = _mm512_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(wj)),             \
+                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512((wj) + 64)))
+
+#define Q8_ROWS16(ROW, w, n)                                                                                   \
+    do {                                                                                                       \
+        ROW(a0, w);                                                                                            \
+        ROW(a1, w + n);                                                                                        \
+        ROW(a2, w + 2 * n);                                                                                    \
+        ROW(a3, w + 3 * n);                                                                                    \
+        ROW(a4, w + 4 * n);                                                                                    \
+        ROW(a5, w + 5 * n);                                                                                    \
+        ROW(a6, w + 6 * n);                                                                                    \
+        ROW(a7, w + 7 * n);                                                                                    \
+        ROW(a8, w + 8 * n);                                                                                    \
+        ROW(a9, w + 9 * n);                                                                                    \
+        ROW(a10, w + 10 * n);                                                                                  \
+        ROW(a11, w + 11 * n);                                                                                  \
+        ROW(a12, w + 12 * n);                                                                                  \
+        ROW(a13, w + 13 * n);                                                                                  \
+        ROW(a14, w + 14 * n);                                                                                  \
+        ROW(a15, w + 15 * n);                                                                                  \
+    } while (0)
+
 Q8_VNNI_TARGET static void matvec_q8_vnni(float* y, const int8_t* W, const int32_t* rsum, const float* mul,
                                           const uint8_t* hu8, int rows, int cols) {
     int r = 0;
     const size_t C = (size_t)cols;
-    if (cols == 256) { /* the default model's H: the activations stay in four registers */
+    __m512i a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15;
+    if (cols == 128) { /* the default model's D (Wx) */
+        __m512i x0 = _mm512_loadu_si512(hu8), x1 = _mm512_loadu_si512(hu8 + 64);
+        for (; r + 16 <= rows; r += 16) {
+            const int8_t* w = W + (size_t)r * 128;
+            Q8_ROWS16(Q8_ROW128, w, 128);
+            Q8_FINISH16(y + r, rsum + r, mul + r);
+        }
+    }
+    if (cols == 256) { /* the default model's H: sixteen rows at a time, then four */
         __m512i x0 = _mm512_loadu_si512(hu8), x1 = _mm512_loadu_si512(hu8 + 64);
         __m512i x2 = _mm512_loadu_si512(hu8 + 128), x3 = _mm512_loadu_si512(hu8 + 192);
+        for (; r + 16 <= rows; r += 16) {
+            const int8_t* w = W + (size_t)r * 256;
+            Q8_ROWS16(Q8_ROW256, w, 256);
+            Q8_FINISH16(y + r, rsum + r, mul + r);
+        }
         for (; r + 4 <= rows; r += 4) {
             const int8_t* w = W + (size_t)r * 256;
             __m512i a[4];
