@@ -155,8 +155,8 @@ __attribute__((target("avx2"))) static void matvec_q8_avx2(float* y, const int8_
 }
 
 /* AVX-512 VNNI: vpdpbusd multiplies hu8 = h16 + 128 (unsigned) by W (signed), four products per int32 lane
- * (no saturation); Σ W·h16 = Σ W·hu8 − 128·rsum.  64 columns per register, the last 16/32/48 masked; four
- * rows at a time. */
+ * (no saturation); Σ W·h16 = Σ W·hu8 − 128·rsum.  64 columns per register, the last 16/32/48 masked; sixteen
+ * rows at a time (Q8_FINISH16) where the columns are 128 or 256, else and then four, then one. */
 #define Q8_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 Q8_VNNI_TARGET static inline __m512i dp_row(const int8_t* w, const uint8_t* hu8, int cols) {
     __m512i a = _mm512_setzero_si512();
