@@ -378,6 +378,28 @@ def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols)
     assert xs[0] == 15.0 and g16[6] == 42 and g16[7] == -127   # max |5x| = 15 (x = -3); 5.0005 * 127/15 -> 42
 
 
+def test_weigh_kernels_exact_on_every_path(exes, tmp_path):
+    """kern_weigh_acc / kern_sum_u32 (the token cache's mixing, csrc/codec/tokcache.c): every path gives C's
+    unsigned arithmetic, 1 + (x·R mod 2^64 >> 32) mod 2^32 and sums mod 2^32, for rates below and above 2^32 and
+    counts up to 2^32 - 1, at lengths that leave every tail (n = 0..53)."""
+    rng = np.random.default_rng(11)
+    Rs = np.array([0, 1, (1 << 32) - 1, 1 << 32, 0x1234_5678_9ABC, (1 << 64) - 1,
+                   int(rng.integers(0, 1 << 62)), 0x8000_0000], np.uint64)
+    for n in (0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 53):
+        x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+        x[: min(n, 3)] = [0xFFFF_FFFF, 0, 1][: min(n, 3)]
+        y0 = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+        payload = np.array([n, len(Rs)], np.int32).tobytes() + Rs.tobytes() + x.tobytes() + y0.tobytes()
+        out = all_paths_equal(exes, "weigh", payload, tmp_path)
+        want = []
+        with np.errstate(over="ignore"):
+            for R in Rs:
+                w = ((x.astype(np.uint64) * R) >> np.uint64(32)).astype(np.uint32)  # the product wraps mod 2^64
+                want += [(np.uint32(1) + w).astype(np.uint32), (y0 + w).astype(np.uint32)]
+            want.append(np.array([x[:k].sum(dtype=np.uint64) & 0xFFFF_FFFF for k in range(n + 1)], np.uint32))
+        assert out == b"".join(a.tobytes() for a in want)
+
+
 def test_mixer_kernels_exact_on_every_path(exes, tmp_path):
     """kern_mix2_dot / kern_mix2_train (the byte model's mixers): every path gives the integer definition."""
     cases = mix_cases(np.random.default_rng(9), 400)

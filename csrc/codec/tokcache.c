@@ -16,6 +16,7 @@
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokcache.h"
 #include "codec/ctxhash.h" /* mix32 */
+#include "kernels/kern.h"   /* kern_weigh_acc, kern_sum_u32: weigh over a whole distribution */
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,10 +215,8 @@ static uint32_t weigh(uint64_t x, uint64_t R) { return (uint32_t)((x * R) >> 32)
 uint32_t tokcache_mix_classes(TokCache* t, const uint32_t* f, uint32_t F, uint32_t* out) {
     const TcScalars* s = &t->s;
     const int C = t->C;
-    const uint64_t R0 = rate(s->A[0], F);
-    for (int c = 0; c < C; c++) out[c] = 1 + weigh(f[c], R0);
-    if (s->A[1])
-        for (int c = 0; c < C; c++) out[c] += weigh(t->cls1[c], s->R[1]);
+    kern_weigh_acc(out, f, rate(s->A[0], F), C, 1); /* out[c] = 1 + weigh(f[c], R0) */
+    if (s->A[1]) kern_weigh_acc(out, t->cls1, s->R[1], C, 0);
     for (int k = 0; k < 2; k++) {
         if (s->cur[k] < 0) continue;
         const TcOrder* o = &t->o[k];
@@ -232,9 +231,7 @@ uint32_t tokcache_mix_classes(TokCache* t, const uint32_t* f, uint32_t F, uint32
         }
         for (int q = 0; q < nt; q++) out[touched[q]] += weigh(m[touched[q]], s->R[2 + k]), m[touched[q]] = 0;
     }
-    uint32_t T = 0;
-    for (int c = 0; c < C; c++) T += out[c];
-    return T;
+    return kern_sum_u32(out, C);
 }
 
 uint32_t tokcache_mix_words(const TokCache* t, int cls, const uint32_t* f, uint32_t F, const uint32_t* g,
@@ -243,7 +240,7 @@ uint32_t tokcache_mix_words(const TokCache* t, int cls, const uint32_t* f, uint3
     const int32_t s0 = t->class_start[cls], n = t->class_start[cls + 1] - s0;
     const uint32_t X = weigh(f[cls], rate(s->A[0], F)); /* the network's weight of the class */
     const uint64_t Rx = rate(X, G);
-    for (int j = 0; j < n; j++) out[j] = 1 + weigh(g[j], Rx);
+    kern_weigh_acc(out, g, Rx, n, 1); /* out[j] = 1 + weigh(g[j], Rx) */
     if (s->A[1])
         for (int j = 0; j < n; j++) out[j] += weigh(t->cnt1[s0 + j], s->R[1]);
     for (int k = 0; k < 2; k++) {
@@ -255,9 +252,7 @@ uint32_t tokcache_mix_words(const TokCache* t, int cls, const uint32_t* f, uint3
             if (t->cls_of[w] == cls) out[w - (uint32_t)s0] += weigh(o->c[i * K + (size_t)e], s->R[2 + k]);
         }
     }
-    uint32_t T = 0;
-    for (int j = 0; j < n; j++) T += out[j];
-    return T;
+    return kern_sum_u32(out, n);
 }
 
 static uint32_t follower_count(const TcOrder* o, int32_t slot, uint32_t w) {

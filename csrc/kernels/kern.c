@@ -155,6 +155,16 @@ void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32
 
 /* ---- integer kernels of the byte model's mixers (exact: every path gives these values) ---- */
 
+static void weigh_acc_scalar(uint32_t* out, const uint32_t* x, uint64_t R, int n, int first) {
+    for (int i = 0; i < n; i++) out[i] = (first ? 1u : out[i]) + (uint32_t)(((uint64_t)x[i] * R) >> 32);
+}
+
+static uint32_t sum_u32_scalar(const uint32_t* x, int n) {
+    uint32_t s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    return s;
+}
+
 static void mix2_dot_scalar(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {
     int64_t sa = 0, sb = 0;
     for (int k = 0; k < KERN_MIX_N; k++) {
@@ -494,6 +504,58 @@ __attribute__((target("avx2"))) static inline int64_t hsum64(__m256i v) {
     __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
     return _mm_cvtsi128_si64(s);
+}
+
+/* kern_weigh_acc: x·R mod 2^64 >> 32 = (hi32(x·R_lo) + x·R_hi) mod 2^32, with R = R_hi·2^32 + R_lo: the
+ * 32×32→64 products of vpmuludq (even lanes, then the odd ones shifted down; their high halves blended into
+ * one register) and the low half of x·R_hi (vpmulld). */
+__attribute__((target("avx2"))) static void weigh_acc_avx2(uint32_t* out, const uint32_t* x, uint64_t R, int n,
+                                                           int first) {
+    const __m256i rlo = _mm256_set1_epi64x((long long)(R & 0xffffffffu)), rhi = _mm256_set1_epi32((int)(R >> 32));
+    const __m256i one = _mm256_set1_epi32(1);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i*)(x + i));
+        __m256i pe = _mm256_srli_epi64(_mm256_mul_epu32(v, rlo), 32);
+        __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(v, 32), rlo);
+        __m256i w = _mm256_add_epi32(_mm256_blend_epi32(pe, po, 0xAA), _mm256_mullo_epi32(v, rhi));
+        __m256i b = first ? one : _mm256_loadu_si256((const __m256i*)(out + i));
+        _mm256_storeu_si256((__m256i*)(out + i), _mm256_add_epi32(b, w));
+    }
+    weigh_acc_scalar(out + i, x + i, R, n - i, first);
+}
+
+__attribute__((target("avx2"))) static uint32_t sum_u32_avx2(const uint32_t* x, int n) {
+    __m256i a = _mm256_setzero_si256();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) a = _mm256_add_epi32(a, _mm256_loadu_si256((const __m256i*)(x + i)));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    return (uint32_t)_mm_cvtsi128_si32(t) + sum_u32_scalar(x + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void weigh_acc_avx512(uint32_t* out, const uint32_t* x, uint64_t R,
+                                                                int n, int first) {
+    const __m512i rlo = _mm512_set1_epi64((long long)(R & 0xffffffffu)), rhi = _mm512_set1_epi32((int)(R >> 32));
+    const __m512i one = _mm512_set1_epi32(1);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_loadu_si512(x + i);
+        __m512i pe = _mm512_srli_epi64(_mm512_mul_epu32(v, rlo), 32);
+        __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), rlo);
+        __m512i w = _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, pe, po), _mm512_mullo_epi32(v, rhi));
+        __m512i b = first ? one : _mm512_loadu_si512(out + i);
+        _mm512_storeu_si512(out + i, _mm512_add_epi32(b, w));
+    }
+    weigh_acc_avx2(out + i, x + i, R, n - i, first);
+}
+
+__attribute__((target("avx512f"))) static uint32_t sum_u32_avx512(const uint32_t* x, int n) {
+    __m512i a = _mm512_setzero_si512();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) a = _mm512_add_epi32(a, _mm512_loadu_si512(x + i));
+    return (uint32_t)_mm512_reduce_add_epi32(a) + sum_u32_avx2(x + i, n - i);
 }
 
 __attribute__((target("avx2"))) static void mix2_dot_avx2(int64_t* da, int64_t* db, const int32_t* a,
@@ -978,6 +1040,30 @@ void kern_head_backward(float* dh, float* gb, float* p, const float* z, const fl
     kern_softmax_xent(p, z, n, target);
     kern_add(gb, gb, p, n);
     if (dh) kern_matvec_t_acc(dh, W, p, n, H);
+}
+
+void kern_weigh_acc(uint32_t* out, const uint32_t* x, uint64_t R, int n, int first) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) {
+        weigh_acc_avx512(out, x, R, n, first);
+        return;
+    }
+    if (lvl >= 2) {
+        weigh_acc_avx2(out, x, R, n, first);
+        return;
+    }
+#endif
+    weigh_acc_scalar(out, x, R, n, first);
+}
+
+uint32_t kern_sum_u32(const uint32_t* x, int n) {
+#if KERN_X86
+    int lvl = KERN_LEVEL();
+    if (lvl >= 3) return sum_u32_avx512(x, n);
+    if (lvl >= 2) return sum_u32_avx2(x, n);
+#endif
+    return sum_u32_scalar(x, n);
 }
 
 void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {

@@ -202,4 +202,13 @@ void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b,
  * (so every delta and sum fits int32, which the SIMD path relies on). */
 void kern_mix2_train(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift, int32_t lim);
 
+/* ---- integer kernels of the token cache's mixing (codec/tokcache.c, codec/FORMAT.md §3.6) ----
+ * Arithmetic mod 2^32 and 2^64 as C's unsigned types do it: every path gives the scalar values. */
+
+/* out[i] = (first ? 1 : out[i]) + (uint32_t)(((uint64_t)x[i] · R) >> 32)   (the product mod 2^64), i < n. */
+void kern_weigh_acc(uint32_t* out, const uint32_t* x, uint64_t R, int n, int first);
+
+/* Σ x[i] mod 2^32, i < n. */
+uint32_t kern_sum_u32(const uint32_t* x, int n);
+
 #endif /* NLM_KERN_H */

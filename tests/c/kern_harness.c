@@ -27,6 +27,9 @@
  *              gu8 [cols uint8], xs [1]
  *   OP = mix: IN = int32 n; then n cases of int32 a[16], b[16], x[16], ea, eb, shift, lim
  *        OUT = per case: kern_mix2_dot(a, b, x) as int64 da, db; then a, b after kern_mix2_train [32 int32]
+ *   OP = weigh: IN = int32 n, nr; uint64 R[nr]; uint32 x[n], y0[n]
+ *        OUT = per R: kern_weigh_acc(first) [n], kern_weigh_acc on y0 [n]; then kern_sum_u32 of x[0..k) for
+ *              k = 0..n [n + 1]
  * simd_cap (optional) caps the run-time SIMD level (0 scalar, 1 SSE2, 2 AVX2, 3 AVX-512).
  */
 #include <stdint.h>
@@ -168,6 +171,27 @@ int main(int argc, char** argv) {
             kern_mix2_train(a, b, x, e[0], e[1], e[2], e[3]);
             fwrite(a, 4, 2 * KERN_MIX_N, o);
         }
+    } else if (!strcmp(argv[1], "weigh")) {
+        int32_t hd[2];
+        if (fread(hd, 4, 2, f) != 2) die("short read");
+        const int n = hd[0], nr = hd[1];
+        uint64_t* R = malloc((size_t)nr * 8 + 8);
+        uint32_t *x = malloc((size_t)n * 4 + 4), *y0 = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 4 + 4);
+        if (fread(R, 8, (size_t)nr, f) != (size_t)nr || fread(x, 4, (size_t)n, f) != (size_t)n ||
+            fread(y0, 4, (size_t)n, f) != (size_t)n)
+            die("short read");
+        for (int r = 0; r < nr; r++) {
+            kern_weigh_acc(y, x, R[r], n, 1);
+            fwrite(y, 4, (size_t)n, o);
+            memcpy(y, y0, (size_t)n * 4);
+            kern_weigh_acc(y, x, R[r], n, 0);
+            fwrite(y, 4, (size_t)n, o);
+        }
+        for (int k = 0; k <= n; k++) {
+            uint32_t s = kern_sum_u32(x, k);
+            fwrite(&s, 4, 1, o);
+        }
+        free(R), free(x), free(y0), free(y);
     } else if (!strcmp(argv[1], "glue")) {
         int32_t n;
         if (fread(&n, 4, 1, f) != 1 || n < 4) die("short read");
