@@ -82,7 +82,9 @@ INHERIT = {"kern_exp", "kern_exp_vec", "exp_sse2", "exp_avx2", "exp_vec_avx2", "
            "kern_simd_level", "kern_has_f16c", "kern_set_simd_cap", "simd_level_raw", "max_nonnan",
            "max_nonnan_sse2", "max_nonnan_avx2", "max_nonnan_avx512", "finite_f", "ld16",
            "kern_half_to_float_vec", "half_to_float_f16c", "kern_mix2_dot", "kern_mix2_train", "mix2_dot_scalar",
-           "mix2_train_scalar", "mix2_dot_avx2", "mix2_train_avx2", "mix_delta_avx2"}
+           "mix2_train_scalar", "mix2_dot_avx2", "mix2_train_avx2", "mix_delta_avx2", "kern_weigh_acc",
+           "weigh_acc_scalar", "weigh_acc_avx2", "weigh_acc_avx512", "kern_sum_u32", "sum_u32_scalar", "sum_u32_avx2",
+           "sum_u32_avx512"}
 
 CHILD = r"""
 import json, sys

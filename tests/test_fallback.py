@@ -253,3 +253,39 @@ def test_a_snapshot_outlives_restores(default_model, adapt, warm):
     fresh.reset()
     fresh.encode_block(a)
     assert after == fresh.encode_block(b)
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+def test_each_save_replaces_the_snapshot(default_model, adapt):
+    """The encoder saves before every block, so a snapshot is mostly made from the one before it: a save copies
+    what changed since the last save or restore (the token cache's order slots written since, tokcache.c
+    orders_sync), and a restore after the second of two saves returns to the second, then codes on as a
+    context that never made the discarded attempt; after a reset (a group's start) the next save copies all of it."""
+    from nlmcodec import _core
+
+    text = short_text(80000)
+    a, a2, x, b = (text[o:o + 6000] for o in (0, 20000, 40000, 60000))
+    c = _core.Codec(default_model, adapt)
+    c.reset()
+    c.encode_block(a)
+    c.save()
+    c.encode_block(a2)
+    c.save()                      # the second snapshot: a and a2 coded
+    c.encode_block(x)             # an attempt, discarded
+    c.restore()
+    after = c.encode_block(b)
+    fresh = _core.Codec(default_model, adapt)
+    fresh.reset()
+    fresh.encode_block(a)
+    fresh.encode_block(a2)
+    assert after == fresh.encode_block(b)
+    # a group's start: reset, then a save, whose copy is a whole one (the slots the old snapshot holds and
+    # the new group never wrote must not come back with the next restore)
+    c.reset()
+    c.encode_block(a2)
+    c.save()
+    c.encode_block(x)
+    c.restore()
+    fresh.reset()
+    fresh.encode_block(a2)
+    assert c.encode_block(b) == fresh.encode_block(b)

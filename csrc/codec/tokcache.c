@@ -69,6 +69,13 @@ struct TokCache {
     uint32_t W_saved[TC_SETS][4];
     TcOrder o_saved[2];
     int saved;
+    /* the order slots written since the last save or restore (their only writer is follower_add), so a save or
+     * a restore copies those slots' entries in use instead of both tables (12 MB); all_dirty: every slot
+     * (after a reset, and until the first copy) */
+    uint8_t* dmark[2];  /* [S] */
+    uint32_t* dlist[2]; /* [S] */
+    uint32_t nd[2];
+    int all_dirty;
 };
 
 static const int TC_K[2] = {32, 16};
@@ -107,7 +114,12 @@ TokCache* tokcache_new(int V, int C, const int32_t* class_start) {
     t->cls1 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)C);
     t->mass = (uint32_t*)calloc((size_t)C, sizeof(uint32_t));
     int ok = t->cls_of && t->cnt1 && t->cls1 && t->mass && C <= 65536;
-    for (int k = 0; k < 2 && ok; k++) ok = order_alloc(&t->o[k], TC_K[k], TC_BITS[k]);
+    for (int k = 0; k < 2 && ok; k++) {
+        ok = order_alloc(&t->o[k], TC_K[k], TC_BITS[k]);
+        t->dmark[k] = (uint8_t*)calloc((size_t)1 << TC_BITS[k], 1);
+        t->dlist[k] = (uint32_t*)malloc(sizeof(uint32_t) << TC_BITS[k]);
+        ok = ok && t->dmark[k] && t->dlist[k];
+    }
     if (!ok) {
         tokcache_free(t);
         return NULL;
@@ -122,7 +134,7 @@ void tokcache_free(TokCache* t) {
     if (!t) return;
     free(t->cls_of), free(t->cnt1), free(t->cls1), free(t->mass);
     free(t->cnt1_saved), free(t->cls1_saved);
-    for (int k = 0; k < 2; k++) order_free(&t->o[k]), order_free(&t->o_saved[k]);
+    for (int k = 0; k < 2; k++) order_free(&t->o[k]), order_free(&t->o_saved[k]), free(t->dmark[k]), free(t->dlist[k]);
     free(t);
 }
 
@@ -134,7 +146,31 @@ void tokcache_reset(TokCache* t) {
         memset(t->o[k].n, 0, (size_t)1 << t->o[k].bits);
         memset(t->o[k].tot, 0, (size_t)2 << t->o[k].bits);
     }
+    t->all_dirty = 1;
     for (int i = 0; i < TC_SETS; i++) memcpy(t->W[i], TC_W0, sizeof TC_W0);
+}
+
+/* Make dst's orders hold src's (save: cur -> saved; restore: saved -> cur): every table when all_dirty, else
+ * the slots written since the last copy, each its check, total, count and its n entries in use (a slot's
+ * entries beyond n are never read: follower_add writes an entry before it counts it).  Then no slot is
+ * dirty. */
+static void orders_sync(TokCache* t, TcOrder* dst, const TcOrder* src) {
+    for (int k = 0; k < 2; k++) {
+        const size_t K = (size_t)src[k].K;
+        if (!t->all_dirty)
+            for (uint32_t q = 0; q < t->nd[k]; q++) {
+                const size_t i = t->dlist[k][q];
+                const int n = src[k].n[i];
+                dst[k].check[i] = src[k].check[i], dst[k].tot[i] = src[k].tot[i], dst[k].n[i] = (uint8_t)n;
+                memcpy(dst[k].w + i * K, src[k].w + i * K, (size_t)n * 4);
+                memcpy(dst[k].c + i * K, src[k].c + i * K, (size_t)n * 2);
+            }
+        else
+            order_copy(&dst[k], &src[k]);
+        for (uint32_t q = 0; q < t->nd[k]; q++) t->dmark[k][t->dlist[k][q]] = 0;
+        t->nd[k] = 0;
+    }
+    t->all_dirty = 0;
 }
 
 int tokcache_save(TokCache* t) {
@@ -150,7 +186,7 @@ int tokcache_save(TokCache* t) {
     memcpy(t->cnt1_saved, t->cnt1, sizeof(uint16_t) * (size_t)t->V);
     memcpy(t->cls1_saved, t->cls1, sizeof(uint32_t) * (size_t)t->C);
     memcpy(t->W_saved, t->W, sizeof t->W);
-    for (int k = 0; k < 2; k++) order_copy(&t->o_saved[k], &t->o[k]);
+    orders_sync(t, t->o_saved, t->o);
     t->s_saved = t->s;
     t->saved = 1;
     return NLM_OK;
@@ -161,7 +197,7 @@ int tokcache_restore(TokCache* t) {
     memcpy(t->cnt1, t->cnt1_saved, sizeof(uint16_t) * (size_t)t->V);
     memcpy(t->cls1, t->cls1_saved, sizeof(uint32_t) * (size_t)t->C);
     memcpy(t->W, t->W_saved, sizeof t->W);
-    for (int k = 0; k < 2; k++) order_copy(&t->o[k], &t->o_saved[k]);
+    orders_sync(t, t->o, t->o_saved);
     t->s = t->s_saved;
     return NLM_OK;
 }
@@ -171,7 +207,7 @@ size_t tokcache_memory(const TokCache* t) {
     size_t b = sizeof *t + (size_t)t->V * 4 + (size_t)t->C * 12;
     for (int k = 0; k < 2; k++) {
         size_t o = ((size_t)1 << t->o[k].bits) * (7 + (size_t)t->o[k].K * 6);
-        b += t->o_saved[k].check ? 2 * o : o;
+        b += (t->o_saved[k].check ? 2 * o : o) + ((size_t)5 << t->o[k].bits);
     }
     if (t->cnt1_saved) b += (size_t)t->V * 2 + (size_t)t->C * 4;
     return b;
@@ -329,7 +365,11 @@ void tokcache_push(TokCache* t, int32_t w, uint32_t id) {
         }
     }
     for (int k = 0; k < 2; k++)
-        if (s->npushed >= (uint32_t)k + 1) follower_add(&t->o[k], ctx_hash(s, k), (uint32_t)w);
+        if (s->npushed >= (uint32_t)k + 1) {
+            const uint32_t h = ctx_hash(s, k), i = h >> (32 - t->o[k].bits);
+            if (!t->dmark[k][i]) t->dmark[k][i] = 1, t->dlist[k][t->nd[k]++] = i; /* for the next save/restore */
+            follower_add(&t->o[k], h, (uint32_t)w);
+        }
     s->prev2 = s->prev1, s->prev1 = id;
     if (s->npushed < 2) s->npushed++;
     /* the next token's slots, fetched while the network computes its distributions (no value changes) */
