@@ -1,0 +1,102 @@
+"""Where compression's time goes beyond decompression's: the encoder's trials (issue "Speed").
+
+    python benchmarks/encoder_trials.py [--file book1] [--runs 3] [--out benchmarks/encoder_trials.md]
+
+The encoder (python/nlmcodec/_encode.py, its policy in codec/FORMAT.md §7.4) codes each block with the word
+model and keeps it only when it beats its yardsticks: lzma preset 1 of the block and of the group, a fresh byte
+model on the group's first block and on the probe, a snapshot before each block for the rollback, and a 16 KB
+probe coded by the word model every 16 blocks.  The decoder repeats none of them.  This runs compress() of one
+file in one process (the model loaded and one warm-up run first), under cProfile, and sums the time of each
+kind of call: the word model's blocks (the probe's among them), the byte model's, lzma's, the snapshots;
+median over --runs of each row.  Against decompress() of the same frame in the same process.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pathlib
+import pstats
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+import nlmcodec  # noqa: E402
+from nlmcodec._bench import read_file  # noqa: E402
+
+# (row, how to recognise the profiled function: file suffix, line-independent name)
+KINDS = [
+    ("word model: the blocks and the probe (_core.Codec.encode_block)", "_core.py", "encode_block", "Codec"),
+    ("byte model: first-block estimate, probe (_core.ByteCoder.encode_block)", "_core.py", "encode_block", "ByteCoder"),
+    ("lzma: preset 1 of each block, the probe, the group (and -9e where tried)", "~", "compress", "lzma"),
+    ("snapshots (_core.Codec.save / restore)", "_core.py", "save", "Codec"),
+]
+
+
+def profile_once(data, model, adapt):
+    from nlmcodec import _core
+
+    pr = cProfile.Profile()
+    t = time.process_time()
+    pr.enable()
+    nlmcodec.compress(data, model=model, adapt=adapt)
+    pr.disable()
+    total = time.process_time() - t
+    st = pstats.Stats(pr).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
+    code_lines = {"Codec": _core.Codec.encode_block.__code__.co_firstlineno,
+                  "ByteCoder": _core.ByteCoder.encode_block.__code__.co_firstlineno}
+    rows = {}
+    for label, fsuffix, name, owner in KINDS:
+        s = 0.0
+        for (f, line, fn), (_, _, tt, ct, _) in st.items():
+            if owner == "lzma":
+                if fn in ("<method 'compress' of '_lzma.LZMACompressor' objects>",
+                          "<method 'flush' of '_lzma.LZMACompressor' objects>"):
+                    s += tt
+            elif f.endswith(fsuffix) and fn == name and (name != "encode_block" or line == code_lines[owner]):
+                s += ct
+            elif owner == "Codec" and name == "save" and f.endswith(fsuffix) and fn == "restore":
+                s += ct
+        rows[label] = s
+    return total, rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--file", default="book1", help="a benchmark file name or a path")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    name, data = read_file(a.file)
+    model = nlmcodec.load_model("default")
+    lines = [f"# Encoder trials (issue \"Speed\")", "",
+             f"`python benchmarks/encoder_trials.py --file {a.file} --runs {a.runs}`: {name}, {len(data):,} "
+             f"bytes, one thread, one process (model loaded, one warm-up run), CPU seconds under cProfile (which "
+             f"adds its own overhead to Python calls, not to the C work inside them), median of {a.runs}.", ""]
+    for adapt in (False, True):
+        mode = "dynamic" if adapt else "static"
+        nlmcodec.compress(data[:200000], model=model, adapt=adapt)  # warm-up
+        runs = [profile_once(data, model, adapt) for _ in range(a.runs)]
+        frame = nlmcodec.compress(data, model=model, adapt=adapt)
+        dts = []
+        for _ in range(a.runs):
+            t = time.process_time()
+            assert nlmcodec.decompress(frame, model=model) == data
+            dts.append(time.process_time() - t)
+        total = statistics.median(r[0] for r in runs)
+        lines += [f"## {mode}", "", "| part | seconds | share of compress() |", "|---|---|---|"]
+        for label, *_ in KINDS:
+            v = statistics.median(r[1][label] for r in runs)
+            lines.append(f"| {label} | {v:.3f} | {100 * v / total:.1f}% |")
+        lines += [f"| **compress() in all** | **{total:.3f}** | 100% |",
+                  f"| decompress() of its frame (not profiled) | {statistics.median(dts):.3f} | |", ""]
+    text = "\n".join(lines)
+    if a.out:
+        pathlib.Path(a.out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
