@@ -26,40 +26,34 @@ sys.path.insert(0, str(ROOT / "python"))
 import nlmcodec  # noqa: E402
 from nlmcodec._bench import read_file  # noqa: E402
 
-# (row, how to recognise the profiled function: file suffix, line-independent name)
-KINDS = [
-    ("word model: the blocks and the probe (_core.Codec.encode_block)", "_core.py", "encode_block", "Codec"),
-    ("byte model: first-block estimate, probe (_core.ByteCoder.encode_block)", "_core.py", "encode_block", "ByteCoder"),
-    ("lzma: preset 1 of each block, the probe, the group (and -9e where tried)", "~", "compress", "lzma"),
-    ("snapshots (_core.Codec.save / restore)", "_core.py", "save", "Codec"),
-]
+LZMA_CALLS = ("<method 'compress' of '_lzma.LZMACompressor' objects>",
+              "<method 'flush' of '_lzma.LZMACompressor' objects>")
+ROWS = ["word model: the blocks and the probe (_core.Codec.encode_block)",
+        "byte model: first-block estimate, probe (_core.ByteCoder.encode_block)",
+        "lzma: preset 1 of each block, the probe, the group (and -9e where tried)",
+        "snapshots (_core.Codec.save / restore)"]
 
 
 def profile_once(data, model, adapt):
+    """(CPU seconds of compress(), {row: seconds}): a profiled function's cumulative time counts for its row
+    (lzma's C methods: their own time)."""
     from nlmcodec import _core
 
+    rows_of = {_core.Codec.encode_block.__code__: ROWS[0], _core.ByteCoder.encode_block.__code__: ROWS[1],
+               _core.Codec.save.__code__: ROWS[3], _core.Codec.restore.__code__: ROWS[3]}
+    where = {(c.co_filename, c.co_firstlineno, c.co_name): row for c, row in rows_of.items()}
     pr = cProfile.Profile()
     t = time.process_time()
     pr.enable()
     nlmcodec.compress(data, model=model, adapt=adapt)
     pr.disable()
     total = time.process_time() - t
-    st = pstats.Stats(pr).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
-    code_lines = {"Codec": _core.Codec.encode_block.__code__.co_firstlineno,
-                  "ByteCoder": _core.ByteCoder.encode_block.__code__.co_firstlineno}
-    rows = {}
-    for label, fsuffix, name, owner in KINDS:
-        s = 0.0
-        for (f, line, fn), (_, _, tt, ct, _) in st.items():
-            if owner == "lzma":
-                if fn in ("<method 'compress' of '_lzma.LZMACompressor' objects>",
-                          "<method 'flush' of '_lzma.LZMACompressor' objects>"):
-                    s += tt
-            elif f.endswith(fsuffix) and fn == name and (name != "encode_block" or line == code_lines[owner]):
-                s += ct
-            elif owner == "Codec" and name == "save" and f.endswith(fsuffix) and fn == "restore":
-                s += ct
-        rows[label] = s
+    rows = dict.fromkeys(ROWS, 0.0)
+    for key, (_, _, tt, ct, _) in pstats.Stats(pr).stats.items():  # key: (file, line, name)
+        if key[2] in LZMA_CALLS:
+            rows[ROWS[2]] += tt
+        elif key in where:
+            rows[where[key]] += ct
     return total, rows
 
 
@@ -87,7 +81,7 @@ def main(argv=None):
             dts.append(time.process_time() - t)
         total = statistics.median(r[0] for r in runs)
         lines += [f"## {mode}", "", "| part | seconds | share of compress() |", "|---|---|---|"]
-        for label, *_ in KINDS:
+        for label in ROWS:
             v = statistics.median(r[1][label] for r in runs)
             lines.append(f"| {label} | {v:.3f} | {100 * v / total:.1f}% |")
         lines += [f"| **compress() in all** | **{total:.3f}** | 100% |",

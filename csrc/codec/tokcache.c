@@ -16,7 +16,7 @@
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokcache.h"
 #include "codec/ctxhash.h" /* mix32 */
-#include "kernels/kern.h"   /* kern_weigh_acc, kern_sum_u32: weigh over a whole distribution */
+#include "kernels/kern.h"   /* kern_weigh, kern_weigh_acc, kern_sum_u32 */
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,9 @@ static int order_alloc(TcOrder* o, int K, int bits) {
     o->c = (uint16_t*)malloc(S * (size_t)K * 2);
     return o->check && o->tot && o->n && o->w && o->c;
 }
+
+/* The slot of context hash h: its top bits. */
+static size_t slot_of(const TcOrder* o, uint32_t h) { return h >> (32 - o->bits); }
 
 static void order_free(TcOrder* o) {
     free(o->check), free(o->tot), free(o->n), free(o->w), free(o->c);
@@ -230,7 +233,8 @@ void tokcache_begin(TokCache* t) {
     for (int k = 0; k < 2; k++) {
         s->cur[k] = -1;
         if (s->npushed < (uint32_t)k + 1) continue;
-        uint32_t h = ctx_hash(s, k), i = h >> (32 - t->o[k].bits);
+        const uint32_t h = ctx_hash(s, k);
+        const size_t i = slot_of(&t->o[k], h);
         if (t->o[k].n[i] && t->o[k].check[i] == h) s->cur[k] = (int32_t)i, tot[k] = t->o[k].tot[i];
     }
     s->set = bucket(tot[0]) * TC_BUCKETS + bucket(tot[1]);
@@ -246,12 +250,11 @@ void tokcache_begin(TokCache* t) {
 /* The rate of a share A over a distribution of total t, and the weight of a count x <= t at rate R
  * (x * R <= A * 2^32 < 2^62). */
 static uint64_t rate(uint32_t A, uint32_t t) { return ((uint64_t)A << 32) / t; }
-static uint32_t weigh(uint64_t x, uint64_t R) { return (uint32_t)((x * R) >> 32); }
 
 uint32_t tokcache_mix_classes(TokCache* t, const uint32_t* f, uint32_t F, uint32_t* out) {
     const TcScalars* s = &t->s;
     const int C = t->C;
-    kern_weigh_acc(out, f, rate(s->A[0], F), C, 1); /* out[c] = 1 + weigh(f[c], R0) */
+    kern_weigh_acc(out, f, rate(s->A[0], F), C, 1); /* out[c] = 1 + kern_weigh(f[c], R0) */
     if (s->A[1]) kern_weigh_acc(out, t->cls1, s->R[1], C, 0);
     for (int k = 0; k < 2; k++) {
         if (s->cur[k] < 0) continue;
@@ -265,7 +268,7 @@ uint32_t tokcache_mix_classes(TokCache* t, const uint32_t* f, uint32_t F, uint32
             if (!m[c]) touched[nt++] = (uint16_t)c;
             m[c] += o->c[i * K + (size_t)e];
         }
-        for (int q = 0; q < nt; q++) out[touched[q]] += weigh(m[touched[q]], s->R[2 + k]), m[touched[q]] = 0;
+        for (int q = 0; q < nt; q++) out[touched[q]] += kern_weigh(m[touched[q]], s->R[2 + k]), m[touched[q]] = 0;
     }
     return kern_sum_u32(out, C);
 }
@@ -274,18 +277,18 @@ uint32_t tokcache_mix_words(const TokCache* t, int cls, const uint32_t* f, uint3
                             uint32_t G, uint32_t* out) {
     const TcScalars* s = &t->s;
     const int32_t s0 = t->class_start[cls], n = t->class_start[cls + 1] - s0;
-    const uint32_t X = weigh(f[cls], rate(s->A[0], F)); /* the network's weight of the class */
+    const uint32_t X = kern_weigh(f[cls], rate(s->A[0], F)); /* the network's weight of the class */
     const uint64_t Rx = rate(X, G);
-    kern_weigh_acc(out, g, Rx, n, 1); /* out[j] = 1 + weigh(g[j], Rx) */
+    kern_weigh_acc(out, g, Rx, n, 1); /* out[j] = 1 + kern_weigh(g[j], Rx) */
     if (s->A[1])
-        for (int j = 0; j < n; j++) out[j] += weigh(t->cnt1[s0 + j], s->R[1]);
+        for (int j = 0; j < n; j++) out[j] += kern_weigh(t->cnt1[s0 + j], s->R[1]);
     for (int k = 0; k < 2; k++) {
         if (s->cur[k] < 0) continue;
         const TcOrder* o = &t->o[k];
         const size_t i = (size_t)s->cur[k], K = (size_t)o->K;
         for (int e = 0; e < o->n[i]; e++) {
             uint32_t w = o->w[i * K + (size_t)e];
-            if (t->cls_of[w] == cls) out[w - (uint32_t)s0] += weigh(o->c[i * K + (size_t)e], s->R[2 + k]);
+            if (t->cls_of[w] == cls) out[w - (uint32_t)s0] += kern_weigh(o->c[i * K + (size_t)e], s->R[2 + k]);
         }
     }
     return kern_sum_u32(out, n);
@@ -303,9 +306,9 @@ void tokcache_learn(TokCache* t, int cls, int j, const uint32_t* f, uint32_t F, 
     TcScalars* s = &t->s;
     const uint32_t w = (uint32_t)(t->class_start[cls] + j);
     uint64_t part[4];
-    part[0] = weigh(gj, rate(weigh(f[cls], rate(s->A[0], F)), G));
-    part[1] = weigh(t->cnt1[w], s->R[1]);
-    for (int k = 0; k < 2; k++) part[2 + k] = weigh(follower_count(&t->o[k], s->cur[k], w), s->R[2 + k]);
+    part[0] = kern_weigh(gj, rate(kern_weigh(f[cls], rate(s->A[0], F)), G));
+    part[1] = kern_weigh(t->cnt1[w], s->R[1]);
+    for (int k = 0; k < 2; k++) part[2 + k] = kern_weigh(follower_count(&t->o[k], s->cur[k], w), s->R[2 + k]);
     if (st) {
         st[0] += part[1] > 0, st[1] += part[2] > 0, st[2] += part[3] > 0;
         st[3] += 1;
@@ -322,8 +325,9 @@ void tokcache_learn(TokCache* t, int cls, int j, const uint32_t* f, uint32_t F, 
     }
 }
 
-static void follower_add(TcOrder* o, uint32_t h, uint32_t w) {
-    const size_t i = h >> (32 - o->bits), K = (size_t)o->K;
+/* Count w after context h, whose slot is i = slot_of(o, h). */
+static void follower_add(TcOrder* o, size_t i, uint32_t h, uint32_t w) {
+    const size_t K = (size_t)o->K;
     uint32_t* ws = o->w + i * K;
     uint16_t* cs = o->c + i * K;
     if (!o->n[i] || o->check[i] != h) o->check[i] = h, o->n[i] = 0, o->tot[i] = 0; /* a new context */
@@ -366,16 +370,17 @@ void tokcache_push(TokCache* t, int32_t w, uint32_t id) {
     }
     for (int k = 0; k < 2; k++)
         if (s->npushed >= (uint32_t)k + 1) {
-            const uint32_t h = ctx_hash(s, k), i = h >> (32 - t->o[k].bits);
-            if (!t->dmark[k][i]) t->dmark[k][i] = 1, t->dlist[k][t->nd[k]++] = i; /* for the next save/restore */
-            follower_add(&t->o[k], h, (uint32_t)w);
+            const uint32_t h = ctx_hash(s, k);
+            const size_t i = slot_of(&t->o[k], h);
+            if (!t->dmark[k][i]) t->dmark[k][i] = 1, t->dlist[k][t->nd[k]++] = (uint32_t)i; /* for the next save/restore */
+            follower_add(&t->o[k], i, h, (uint32_t)w);
         }
     s->prev2 = s->prev1, s->prev1 = id;
     if (s->npushed < 2) s->npushed++;
     /* the next token's slots, fetched while the network computes its distributions (no value changes) */
     for (int k = 0; k < 2; k++) {
         const TcOrder* o = &t->o[k];
-        const size_t i = ctx_hash(s, k) >> (32 - o->bits), K = (size_t)o->K;
+        const size_t i = slot_of(o, ctx_hash(s, k)), K = (size_t)o->K;
         __builtin_prefetch(&o->check[i]);
         __builtin_prefetch(&o->tot[i]);
         __builtin_prefetch(&o->n[i]);

@@ -153,10 +153,10 @@ void kern_sgd_decay_idx(float* th, const float* th0, const float* g, const int32
     }
 }
 
-/* ---- integer kernels of the byte model's mixers (exact: every path gives these values) ---- */
+/* ---- integer kernels of the token cache's mixing (exact: every path gives these values) ---- */
 
 static void weigh_acc_scalar(uint32_t* out, const uint32_t* x, uint64_t R, int n, int first) {
-    for (int i = 0; i < n; i++) out[i] = (first ? 1u : out[i]) + (uint32_t)(((uint64_t)x[i] * R) >> 32);
+    for (int i = 0; i < n; i++) out[i] = (first ? 1u : out[i]) + kern_weigh(x[i], R);
 }
 
 static uint32_t sum_u32_scalar(const uint32_t* x, int n) {
@@ -164,6 +164,8 @@ static uint32_t sum_u32_scalar(const uint32_t* x, int n) {
     for (int i = 0; i < n; i++) s += x[i];
     return s;
 }
+
+/* ---- integer kernels of the byte model's mixers (exact: every path gives these values) ---- */
 
 static void mix2_dot_scalar(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b, const int32_t* x) {
     int64_t sa = 0, sb = 0;

@@ -205,7 +205,10 @@ void kern_mix2_train(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32
 /* ---- integer kernels of the token cache's mixing (codec/tokcache.c, codec/FORMAT.md §3.6) ----
  * Arithmetic mod 2^32 and 2^64 as C's unsigned types do it: every path gives the scalar values. */
 
-/* out[i] = (first ? 1 : out[i]) + (uint32_t)(((uint64_t)x[i] · R) >> 32)   (the product mod 2^64), i < n. */
+/* A count x weighed by a rate R (2^32 · weight per count): the high half of x·R mod 2^64. */
+static inline uint32_t kern_weigh(uint64_t x, uint64_t R) { return (uint32_t)((x * R) >> 32); }
+
+/* out[i] = (first ? 1 : out[i]) + kern_weigh(x[i], R), i < n. */
 void kern_weigh_acc(uint32_t* out, const uint32_t* x, uint64_t R, int n, int first);
 
 /* Σ x[i] mod 2^32, i < n. */

@@ -266,16 +266,11 @@ Q8_VNNI_TARGET static void matvec_q8_vnni(float* y, const int8_t* W, const int32
         }
         for (; r + 4 <= rows; r += 4) {
             const int8_t* w = W + (size_t)r * 256;
-            __m512i a[4];
-            for (int j = 0; j < 4; j++) {
-                const int8_t* wj = w + j * 256;
-                __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x0, _mm512_loadu_si512(wj));
-                __m512i q = _mm512_dpbusd_epi32(_mm512_setzero_si512(), x1, _mm512_loadu_si512(wj + 64));
-                p = _mm512_dpbusd_epi32(p, x2, _mm512_loadu_si512(wj + 128));
-                q = _mm512_dpbusd_epi32(q, x3, _mm512_loadu_si512(wj + 192));
-                a[j] = _mm512_add_epi32(p, q);
-            }
-            finish4(y + r, rsum + r, mul + r, a[0], a[1], a[2], a[3]);
+            Q8_ROW256(a0, w);
+            Q8_ROW256(a1, w + 256);
+            Q8_ROW256(a2, w + 512);
+            Q8_ROW256(a3, w + 768);
+            finish4(y + r, rsum + r, mul + r, a0, a1, a2, a3);
         }
     }
     for (; r + 4 <= rows; r += 4)
