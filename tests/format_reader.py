@@ -965,7 +965,9 @@ class Reader:
         self.p = {k: v.copy() for k, v in self.p0.items()}
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
         self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
-        if self.int8 and self.q8 is None:
+        self.heads_only = self.adapt and self.version >= 12   # §6.5: only the heads adapt ...
+        self.int8_body = self.int8 or self.heads_only          # ... and the transition is §2.6's integer one
+        if self.int8_body and self.q8 is None:
             self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")}
         self.seg, self.seg_no = [], 0
         self.last = {"E": {}, "O": {}, "B": {}}
@@ -977,14 +979,14 @@ class Reader:
 
     def hprod(self, name, a=0, b=None):
         """(W[a:b]·h) for a head or the recurrent matrix: the float product of §2.3, or §2.6's integer one."""
-        if not self.int8:
+        if not (self.int8_body if name == "Wh" else self.int8):
             return matvec(self.p[name][a:b], self.h)
         q, mul = self.q8[name]
         return qmatvec(q[a:b], mul[a:b], act_grid(self.h))
 
     def xprod(self, x):
         """Wx·x: the float product of §2.3, or §2.6's integer one on x's own grid, times xs."""
-        if not self.int8:
+        if not self.int8_body:
             return matvec(self.p["Wx"], x)
         g, xs = vec_grid(x)
         q, mul = self.q8["Wx"]
@@ -1017,7 +1019,8 @@ class Reader:
                 gbo.setdefault(r, f32(0))
             gBc.setdefault(tok["w"], z(4))
             gBg.setdefault(tok["w"], z(8))
-        for tok in seg[:-1]:
+        deep = not self.heads_only                    # §6.5: no gradient into h, nothing below the heads
+        for tok in seg[:-1] if deep else ():
             gE.setdefault(tok["w"], z(D))
         dcs, dws, dks, dgs, das, xs = {}, {}, {}, {}, {}, {}
         dh_next = z(H)
@@ -1045,8 +1048,8 @@ class Reader:
             gBg[w] = gBg[w] + dg
             dh = t_acc(dh, P["Ug"], dg)
             dcs[t], dws[t], dgs[t] = dc, dw, dg
-            if t == 0:
-                break
+            if t == 0 or not deep:
+                continue
             s = tok["s"]
             da = dh * (f32(1) - (s * s))
             prev = seg[t - 1]
@@ -1061,9 +1064,10 @@ class Reader:
         order = range(T - 1, -1, -1)
         g = {"Ecase": gEcase, "Egap": gEgap, "bh": gbh, "bc": gbc,
              "Wc": outer_sum([dcs[t] for t in order], [seg[t]["s"] for t in order], C, H),
-             "Ug": outer_sum([dgs[t] for t in order], [seg[t]["s"] for t in order], 8, H),
-             "Wx": outer_sum([das[t] for t in order if t], [xs[t] for t in order if t], H, D),
-             "Wh": outer_sum([das[t] for t in order if t], [seg[t - 1]["s"] for t in order if t], H, H)}
+             "Ug": outer_sum([dgs[t] for t in order], [seg[t]["s"] for t in order], 8, H)}
+        if deep:
+            g["Wx"] = outer_sum([das[t] for t in order if t], [xs[t] for t in order if t], H, D)
+            g["Wh"] = outer_sum([das[t] for t in order if t], [seg[t - 1]["s"] for t in order if t], H, H)
         gUc = np.zeros((4, H), f32)
         gUc[:3] = outer_sum([dks[t] for t in order if t in dks], [seg[t]["s"] for t in order if t in dks], 3, H)
         g["Uc"] = gUc
@@ -1075,7 +1079,7 @@ class Reader:
             for r in range(a, b):
                 gWo[r] = G[r - a]
         self.seg_no += 1
-        for name in ("Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Uc", "Ug"):
+        for name in ("Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Uc", "Ug") if deep else ("Wc", "bc", "Uc", "Ug"):
             self._sgd(name, slice(None), g[name], 0)
         for table, rows in (("E", [("E", gE)]), ("O", [("Wo", gWo), ("bo", gbo)]),
                             ("B", [("Bc", gBc), ("Bg", gBg)])):
@@ -1202,7 +1206,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 11
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 12
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

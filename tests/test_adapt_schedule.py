@@ -1,10 +1,12 @@
 """The adaptation schedules of dynamic evaluation (nlm.h nlm_codec_set_schedule, csrc/model/lm.c), through the
-real codec: issue 11's cheaper adaptation, measured by benchmarks/adapt_subsets.py (no frame records a
-schedule, so only the default is a format).
+real codec: issue 11's cheaper adaptation, measured by benchmarks/adapt_subsets.py.  Two schedules are formats
+(_frame.codec_options): (1, 0, 0), everything every segment, formats 1-11 (FORMAT.md §6.3-§6.4), and (0, 0, 0),
+the heads only over §2.6's integer transition, format 12 (§6.5); the others are measurements.
 
-* The default (1, 0, 0) is what a fresh context codes: the same payload as a context never given a schedule.
+* The default is format 12's (0, 0, 0): the same payload as a fresh context's, not format 11's.
 * Every other schedule changes the payload and round-trips when the decoder uses the same schedule, for each
   model type's body (Elman, LSTM, NPLM: the one-step backward asks the body for dx alone).
+* The transition is integer exactly when the schedule never adapts the body or the embeddings.
 * skip_permille skips segments (the statistics count them) and changes the payload; the default skips none.
 * Out-of-range values and static contexts are refused.
 """
@@ -12,17 +14,18 @@ import pytest
 
 import nlmcodec
 from corpus_cache import short_text
-from nlmcodec._core import Codec, NLMError
+from nlmcodec import _frame
+from nlmcodec._core import FORWARD_FLOAT, FORWARD_INT8, Codec, NLMError
 
-SCHEDULES = [(0, 0, 0), (0, 1, 0), (2, 0, 0), (4, 1, 0), (1, 0, 63)]
+SCHEDULES = [(1, 0, 0), (0, 1, 0), (2, 0, 0), (4, 1, 0), (1, 0, 63)]
 
 
-def encode(model, data, schedule=None):
+def encode(model, data, schedule=None, forward=FORWARD_INT8):
     c = Codec(model, True)
     if schedule is None:
         c.reset()
     else:
-        c.reset(schedule=schedule)
+        c.reset(schedule=schedule, forward=forward)
     z = c.encode_block(data)
     return z, c.stats(), c.memory()
 
@@ -39,10 +42,28 @@ def text():
 
 
 def test_default_schedule_is_the_format(tiny_model, text):
+    assert _frame.codec_options(_frame.FORMAT_VERSION)["schedule"] == (0, 0, 0) == _frame.codec_options(12)["schedule"]
+    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 12))
     z0, st, _ = encode(tiny_model, text)
-    z1, _, _ = encode(tiny_model, text, (1, 0, 0))
-    assert z0 == z1
+    z1, _, _ = encode(tiny_model, text, (0, 0, 0))
+    z11, _, _ = encode(tiny_model, text, (1, 0, 0))
+    assert z0 == z1 != z11
     assert st["segments"] > 50 and st["segments_skipped"] == 0, st
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny-lstm", "tiny-nplm"])
+def test_transition_is_integer_only_when_the_body_never_adapts(name, text):
+    """§6.5: heads only (0, 0, 0) runs §2.6's integer transition (the forward level changes its code; NPLM's
+    transition is float in every mode, §2.6); a schedule that adapts the body or the embeddings keeps it float
+    (the level changes nothing)."""
+    model = nlmcodec.load_model(name)
+    has_integer = model.config["arch"] != "nplm"
+    for schedule, integer in (((0, 0, 0), True), ((0, 0, 63), True), ((1, 0, 0), False), ((0, 1, 0), False),
+                              ((4, 0, 0), False)):
+        zi, _, _ = encode(model, text, schedule, FORWARD_INT8)
+        zf, _, _ = encode(model, text, schedule, FORWARD_FLOAT)
+        assert (zi != zf) == (integer and has_integer), schedule
+        assert decode(model, zi, len(text), schedule) == text
 
 
 @pytest.mark.parametrize("name", ["tiny", "tiny-lstm", "tiny-nplm"])

@@ -183,11 +183,14 @@ def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model,
     assert nlmcodec.decompress(nlmcodec.compress(data, model=default_model)) == data
 
 
-def test_frozen_dynamic_context_codes_as_static(tiny_model):
-    """The probe's estimate: a dynamic context set frozen codes a block exactly as a static one with the float
-    forward of formats 1-10 (no update, the same weights; format 11's static contexts take their products from
-    int8 weights, FORMAT.md §2.6, which a dynamic context never does), and after restore() and unfreezing it
-    codes as a fresh dynamic context again."""
+@pytest.mark.parametrize("schedule", [(1, 0, 0), (0, 0, 0)], ids=["format11", "format12"])
+def test_frozen_dynamic_context_codes_as_static(tiny_model, schedule):
+    """The probe's estimate: a dynamic context set frozen codes a block with its weights unchanged (no update),
+    and after restore() and unfreezing it codes as a fresh dynamic context again.  Frozen, format 11's schedule
+    codes exactly as a static context with the float forward of formats 1-10 (format 11's static contexts take
+    their products from int8 weights, FORMAT.md §2.6, which its dynamic contexts never do); format 12's (§6.5)
+    takes the transition's products from int8 weights as static contexts do and keeps the heads float, so it
+    codes as neither, and its heads' float products are what separates it from the int8 static context."""
     from nlmcodec import _core
 
     text = short_text(20000)
@@ -196,15 +199,19 @@ def test_frozen_dynamic_context_codes_as_static(tiny_model):
     int8 = _core.Codec(tiny_model, False)
     int8.reset()
     fresh = _core.Codec(tiny_model, True)
-    fresh.reset()
+    fresh.reset(schedule=schedule)
     dyn = _core.Codec(tiny_model, True)
-    dyn.reset()
+    dyn.reset(schedule=schedule)
     dyn.save()
     dyn.set_frozen(True)
     frozen = dyn.encode_block(text)
     dyn.set_frozen(False)
     dyn.restore()
-    assert frozen == static.encode_block(text) != int8.encode_block(text)
+    f, i = static.encode_block(text), int8.encode_block(text)
+    if schedule == (1, 0, 0):
+        assert frozen == f != i
+    else:
+        assert frozen != f and frozen != i
     adapted = fresh.encode_block(text)
     assert adapted != frozen and dyn.encode_block(text) == adapted
 

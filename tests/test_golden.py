@@ -35,6 +35,24 @@ def test_every_model_type_has_vectors_of_both_modes():
     assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True)}
 
 
+def _model_blocks(name):
+    """The word-model payloads of an ok vector, in order (found by tests/format_reader.py's frame walk)."""
+    from format_reader import word_blocks
+    return [payload for _, kind, _, payload in word_blocks((VEC / "ok" / f"{name}.nlm").read_bytes())[1]
+            if kind == 2]
+
+
+def test_format_12_static_payloads_are_format_11s():
+    """Format 12 changed dynamic mode only (FORMAT.md §6.5): each static vector's word-model payloads are
+    format 11's, byte for byte, and the dynamic ones of English text differ (the heads-only schedule)."""
+    static = [n[4:] for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["model"] and not MANIFEST[n]["adapt"]]
+    assert len(static) >= 40
+    for n in static:
+        assert _model_blocks("v12-" + n) == _model_blocks("v11-" + n), n
+    for n in ("alice_4k-default-2-dynamic", "news_64k-default-2-dynamic", "alice_4k-tiny-lstm-dynamic"):
+        assert _model_blocks("v12-" + n) and _model_blocks("v12-" + n) != _model_blocks("v11-" + n), n
+
+
 def test_retired_vectors_are_rejected():
     """A retired vector is kept with its reason and still fails to decode (it is not silently valid)."""
     ret = VEC / "retired"

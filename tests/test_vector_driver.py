@@ -41,7 +41,7 @@ def test_a_changed_payload_byte_is_a_mismatch(exported, tmp_path):
     # the first vector's first block: header, then u16+name, u16+model, u8 adapt, u32 nops, resets (u8 0,
     # u8 speller, u8 match, u8 end_advance, u32 max_tokens, u8 cache, u8 forward), then u8 1, u32 size, u32 payload length,
     # payload
-    assert blob[:8] == b"NLMVBLK6"
+    assert blob[:8] == b"NLMVBLK7"
     o = 12
     for _ in range(2):
         o += 2 + int.from_bytes(blob[o:o + 2], "little")

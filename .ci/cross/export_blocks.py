@@ -7,13 +7,14 @@ tests/c/vector_driver.c replays them on any machine: decodes each payload and re
 comparing bytes with these, which were written on x86-64.
 
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
-  blocks.bin = "NLMVBLK6" u32 nvectors, then per vector:
+  blocks.bin = "NLMVBLK7" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
     NLM_SPELLER_* of the frame's format), u8 match (the level: 1 the token match flag, from format 6; 2 its two APMs,
     from format 10), u8 end_advance
     (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
     u8 cache (the level: 1 the token cache, from format 8; 2 and the body mixer, from format 9), u8 forward
-    (1: a static codec's integer forward, from format 11)
+    (1: a static codec's integer forward, from format 11), u8 deep_every (a dynamic codec's schedule: 1
+    everything every segment, formats 1-11; 0 the heads only, format 12)
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
@@ -52,12 +53,14 @@ class Recorder(_core.Codec):
         super().__init__(model, adapt)
         Recorder.log.append(("new", model, bool(adapt)))
 
-    def reset(self, speller=None, match=2, max_tokens=None, end_advance=False, cache=2, forward=1):
+    def reset(self, speller=None, match=2, max_tokens=None, end_advance=False, cache=2, forward=1,
+              schedule=(0, 0, 0)):
         speller = _core.SPELLER_CM if speller is None else speller
         max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
+        assert schedule in ((0, 0, 0), (1, 0, 0)), schedule     # the formats' two (codec_options)
         Recorder.log.append(("reset", speller, int(match), int(bool(end_advance)), max_tokens,
-                             int(cache), int(forward)))
-        return super().reset(speller, match, max_tokens, end_advance, cache, forward=forward)
+                             int(cache), int(forward), int(schedule[0])))
+        return super().reset(speller, match, max_tokens, end_advance, cache, forward=forward, schedule=schedule)
 
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
@@ -85,7 +88,7 @@ def record(frame):
         v = nlmcodec.get_frame_info(frame).version
         o = _frame.codec_options(v)
         ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"],
-                       int(o["cache"]), int(o["forward"])))
+                       int(o["cache"]), int(o["forward"]), int(o["schedule"][0])))
     return (news[0][1], news[0][2], ops), out
 
 
@@ -119,7 +122,7 @@ def main(argv=None):
         body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
         for op in ops:
             if op[0] == "reset":
-                body.append(struct.pack("<BBBBIBB", 0, op[1], op[2], op[3], op[4], op[5], op[6]))
+                body.append(struct.pack("<BBBBIBBB", 0, op[1], op[2], op[3], op[4], op[5], op[6], op[7]))
             else:
                 _, payload, data = op
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
@@ -138,7 +141,7 @@ def main(argv=None):
                             f"{'='.join(names)} (format {names[0][1:names[0].index('-')]})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
-            (args.outdir / fname).write_bytes(b"NLMVBLK6" + struct.pack("<I", len(rs)) + b"".join(rs))
+            (args.outdir / fname).write_bytes(b"NLMVBLK7" + struct.pack("<I", len(rs)) + b"".join(rs))
     nvec = sum(len(n) for n, _ in unique.values())
     print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
           f"bytes to {args.outdir}")

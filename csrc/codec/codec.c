@@ -485,7 +485,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     c->end_advance = 0;
     c->forward = 1;
     c->bits_on = 1;
-    if (!c->adapt && (e = lm_set_qforward(c->model, 1)) < 0) goto fail;
+    if ((e = lm_set_qforward(c->model, 1)) < 0) goto fail;
     return c;
 fail:
     if (c) nlm_codec_free(c);
@@ -572,7 +572,7 @@ int nlm_codec_set_bit_stats(NlmCodec* c, int on) {
 int nlm_codec_set_forward(NlmCodec* c, int level) {
     if (!c || level < 0 || level > 1) return NLM_ERR_STATE;
     c->forward = level;
-    int e = lm_set_qforward(c->model, level == 1 && !c->adapt);
+    int e = lm_set_qforward(c->model, level == 1);
     return e < 0 ? e : nlm_codec_reset(c);
 }
 

@@ -6,7 +6,8 @@
  * Forward (§2): logits from h = S[0..H) (S the body's state); after the token, the input
  * x = (E[w] + Ecase[case]) + Egap[gap] (D), then the body's step advances S.  Head products by kern_matvec
  * (16-lane canonical order); in a static stream of format 11 the class and word heads (and the body's products,
- * body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6, lm_set_qforward).
+ * body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6, lm_set_qforward); in a dynamic
+ * stream of format 12, whose schedule adapts the heads only (§6.5), the body's products so, the heads float.
  *
  * Segment (adaptive mode): lm_advance records for token t the state S_t it was predicted from, its
  * logits (class, the word logits of its class, case, gap) and its symbols.  The loss of token t is
@@ -23,7 +24,8 @@
  *
  * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·LM_CLIP (float), per parameter:
  *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
- * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment.  Big tables are
+ * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment (format 12's heads-only
+ * schedule, §6.5, lm_set_schedule: only Wc, bc, Uc, Ug, and of the big tables Wo/bo and Bcase/Bgap).  Big tables are
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
  * class predicted, Bcase/Bgap rows of every w_t (Bcase gets a zero gradient when the case was not coded).
  * Before its update a touched row catches up the k = seg_no − last − 1 updates it missed (decay only):
@@ -98,7 +100,9 @@ struct Lm {
     uint32_t skipped;            /* segments skipped since the reset (statistics) */
     int deep;                    /* the segment being closed adapts everything (else the heads, maybe E) */
     LmBody body; /* the body's scratch (lm_free must not read w: it may be freed first) */
-    int q8;      /* lm_set_qforward: the integer forward (static only) */
+    int qlevel;  /* lm_set_qforward: the integer forward asked for */
+    int q8;      /* the heads' integer forward (static streams, §2.6) */
+    int qbody;   /* the body's integer forward: static streams, and adaptive ones that never adapt the body (§6.5) */
     int hq_ok;   /* h16/hu8 hold the current h */
     int16_t* h16; /* (H) h on the activation grid */
     uint8_t* hu8; /* (H) h16 + 128 */
@@ -440,7 +444,7 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
-    m->deep_every = 1, m->shallow_emb = 0, m->deep = 1;
+    m->deep_every = 0, m->shallow_emb = 0, m->deep = 0; /* heads only: format 12's schedule (§6.5) */
     m->w = w;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
@@ -456,13 +460,11 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     ALLOC(erow, D * 4);
     ALLOC(brow, 8 * 4);
     ALLOC(borow, maxcs * 4);
-    if (!m->adapt) {
-        ALLOC(h16, H * 2);
-        ALLOC(hu8, H);
-        ALLOC(qrow, H * 4);
-        ALLOC(body.x16, D * 2);
-        ALLOC(body.xu8, D);
-    }
+    ALLOC(h16, H * 2); /* the integer forward's grids: static streams, and the body of a heads-only one */
+    ALLOC(hu8, H);
+    ALLOC(body.x16, D * 2);
+    ALLOC(body.xu8, D);
+    if (!m->adapt) ALLOC(qrow, H * 4);
     m->kn = w->kn;
     if (m->kn) {
         ALLOC(qc, C * 4);
@@ -725,13 +727,21 @@ void lm_params(const Lm* m, float* out) {
 
 /* ---- the integer forward (format 11's static streams, §2.6) ---- */
 
-int lm_set_qforward(Lm* m, int on) {
-    if (on && m->adapt) return NLM_ERR_STATE;
-    m->q8 = on ? 1 : 0;
-    m->body.qh = (m->q8 && m->w->qb_rows) ? &m->w->qb : NULL;
-    m->body.qx = (m->q8 && m->w->qx_rows) ? &m->w->qx : NULL;
+/* Which products are integer, from the level asked for and the schedule: a static stream's heads and body
+ * (§2.6); an adaptive stream's body when its schedule never adapts the body or the embeddings (heads only,
+ * §6.5: the body's weights stay the trained ones), its heads float (they adapt). */
+static void apply_qforward(Lm* m) {
+    m->q8 = m->qlevel && !m->adapt;
+    m->qbody = m->qlevel && (!m->adapt || (m->deep_every == 0 && !m->shallow_emb));
+    m->body.qh = (m->qbody && m->w->qb_rows) ? &m->w->qb : NULL;
+    m->body.qx = (m->qbody && m->w->qx_rows) ? &m->w->qx : NULL;
     m->body.h16 = m->h16, m->body.hu8 = m->hu8;
     invalidate(m);
+}
+
+int lm_set_qforward(Lm* m, int on) {
+    m->qlevel = on ? 1 : 0;
+    apply_qforward(m);
     return NLM_OK;
 }
 
@@ -956,7 +966,7 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded) {
     input_vec(m, m->xbuf, w, ccase, gap);
     const float* P[LM_MAX_BODY_TENSORS];
     body_tensors(m, P);
-    if (m->q8) q8_act(m);
+    if (m->qbody) q8_act(m);
     m->w->body->step(&m->body, P, m->xbuf, m->S);
     m->ku = m->kv, m->kv = w;
     invalidate(m);
@@ -1200,6 +1210,7 @@ int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille) {
         return NLM_ERR_STATE;
     m->deep_every = deep_every, m->shallow_emb = shallow_emb;
     m->skip_p = (float)skip_permille / 1000.0f;
+    apply_qforward(m);
     return NLM_OK;
 }
 

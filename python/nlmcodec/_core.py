@@ -103,7 +103,7 @@ class Codec:
         return self._c.memory()
 
     def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
-              schedule=(1, 0, 0), forward=FORWARD_INT8):
+              schedule=(0, 0, 0), forward=FORWARD_INT8):
         """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
         maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
         the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
@@ -112,11 +112,13 @@ class Codec:
         format 7's MAX_MODEL_TOKENS; 0: none, formats 1-6); end_advance: a block's <end> advances the
         network (§3.2 step 6; formats 1-6); cache: CACHE_OFF (formats 1-7), CACHE_TOKENS (the token cache,
         §3.6; format 8) or CACHE_BODIES (that and the body mixer of the spelling cache, §5.1.1; format 9);
-        forward: FORWARD_FLOAT (formats 1-10) or FORWARD_INT8 (format 11: a static context's heads and recurrent
-        product from int8 weights, §2.6; a dynamic context computes in float either way).
+        forward: FORWARD_FLOAT (formats 1-10) or FORWARD_INT8 (formats 11, 12: a static context's heads and
+        transition from int8 weights, §2.6; a dynamic context's transition too when its schedule adapts the heads
+        only, §6.5).
         schedule (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm.h nlm_codec_set_schedule, the parts of
-        the model adapted per segment; only the default (1, 0, 0) is a frame format (the others are measured by
-        benchmarks/adapt_subsets.py and no frame records them)."""
+        the model adapted per segment: (0, 0, 0), the heads only, is format 12's (§6.5), (1, 0, 0), everything
+        every segment, formats 1-11's (§6.3-§6.4); the others are measured by benchmarks/adapt_subsets.py and no
+        frame records them."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
         check(self._c.set_match(int(match)))
         check(self._c.set_cache(int(cache)))

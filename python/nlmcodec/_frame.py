@@ -38,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 11                                  # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # what this build reads
+FORMAT_VERSION = 12                                      # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -75,6 +75,7 @@ def match_of(version: int) -> int:
 CACHE_FROM = 8                # word-model blocks mix the token cache into the class and word stages (§3.6)
 BODYMIX_FROM = 9              # ... and the spelling cache's symbol with the group's unknown bodies (§5.1.1)
 INT8_FORWARD_FROM = 11        # ... and a static stream's heads and recurrent product are integer (§2.6)
+HEADS_ONLY_FROM = 12          # ... and a dynamic stream adapts its heads only, its transition integer (§6.5)
 BLOCK_END_FROM = 7            # from this version a word-model block holds at most MAX_MODEL_TOKENS tokens
 MAX_MODEL_TOKENS = 16384      # (END included; nlm.h NLM_MAX_BLOCK_TOKENS; FORMAT.md §3.5), and its <end>
                               # does not advance the network (§3.2 step 6)
@@ -87,7 +88,8 @@ def codec_options(version: int) -> dict:
     return {"speller": speller_of(version), "match": match_of(version),
             "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new,
             "cache": 2 if version >= BODYMIX_FROM else 1 if version >= CACHE_FROM else 0,
-            "forward": 1 if version >= INT8_FORWARD_FROM else 0}
+            "forward": 1 if version >= INT8_FORWARD_FROM else 0,
+            "schedule": (0, 0, 0) if version >= HEADS_ONLY_FROM else (1, 0, 0)}
 
 
 TYPE_KIND_MASK = 0x03

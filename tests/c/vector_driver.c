@@ -137,12 +137,14 @@ typedef struct {
     uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
     uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
     uint8_t forward; /* reset: the forward level (nlm_codec_set_forward: 1 from format 11) */
+    uint8_t deep_every; /* reset, dynamic codecs: the schedule's deep_every (nlm_codec_set_schedule: 1 formats
+                           1-11, everything every segment; 0 format 12, the heads only) */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
 
 /* Decode then re-encode the ops of one vector; 0 when every byte matched (the first difference on stderr). */
-static int replay(NlmCodec* c, const char* name, const Op* ops, uint32_t nops) {
+static int replay(NlmCodec* c, int adapt, const char* name, const Op* ops, uint32_t nops) {
     uint8_t* out = NULL;
     for (int pass = 0; pass < 2; pass++) {
         int bi = 0;
@@ -152,7 +154,8 @@ static int replay(NlmCodec* c, const char* name, const Op* ops, uint32_t nops) {
                 if (nlm_codec_set_speller(c, op->speller) < 0 || nlm_codec_set_match(c, op->match) < 0
                     || nlm_codec_set_end_advance(c, op->end_advance) < 0
                     || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0
-                    || nlm_codec_set_forward(c, op->forward) < 0) {
+                    || nlm_codec_set_forward(c, op->forward) < 0
+                    || (adapt && nlm_codec_set_schedule(c, op->deep_every, 0, 0) < 0)) {
                     fprintf(stderr, "%s: reset failed\n", name);
                     return 1;
                 }
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
     Rd r = {buf, n, 0, 0};
     const uint8_t* magic = rd_take(&r, 8);
     uint32_t nvec = rd_u32(&r);
-    if (r.bad || memcmp(magic, "NLMVBLK6", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
+    if (r.bad || memcmp(magic, "NLMVBLK7", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
     Slot slots[MAX_SLOTS];
@@ -226,6 +229,7 @@ int main(int argc, char** argv) {
                 ops[k].max_tokens = rd_u32(&r);
                 ops[k].cache = rd_u8(&r);
                 ops[k].forward = rd_u8(&r);
+                ops[k].deep_every = rd_u8(&r);
             }
             if (ops[k].kind != 1) continue;
             ops[k].size = rd_u32(&r);
@@ -251,7 +255,7 @@ int main(int argc, char** argv) {
             slots[nslots].adapt = adapt;
             slots[nslots++].c = c;
         }
-        int bad = !c || replay(c, name, ops, nops);
+        int bad = !c || replay(c, adapt, name, ops, nops);
         printf("%s %s (%s): %d blocks, %zu bytes\n", bad ? "MISMATCH" : "ok", name, adapt ? "dynamic" : "static",
                vb, vbytes);
         failed += bad;
