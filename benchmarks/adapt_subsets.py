@@ -3,9 +3,9 @@
     python benchmarks/adapt_subsets.py [--per-source 300000] [--runs 3] [--out benchmarks/adapt_subsets.md]
     python benchmarks/adapt_subsets.py --english [--rows 1,7] [--out benchmarks/adapt_subsets_english.md]
 
-Dynamic evaluation in format 11 (codec/FORMAT.md §6.3-§6.4) updates every part of the model after every
+Dynamic mode (codec/FORMAT.md §6.3-§6.4) updates every part of the model after every
 segment: the heads (Wc, bc, Wo, bo and the case and gap heads), the embeddings (E, Ecase, Egap) and the body
-(Wx, Wh, bh), by truncated BPTT over the segment.  Format 12 (§6.5) adapts the heads only, and its transition,
+(Wx, Wh, bh), by truncated BPTT over the segment.  Format 12's heads mode (§6.5) adapts the heads only, and its transition,
 which then never changes, uses the integer products of static mode (§2.6); the last row is the same schedule
 with the float transition, to show what each half of that change gives.  The schedules measured here (nlm.h nlm_codec_set_schedule) do that only
 every k-th segment ("deep") and in the others update the heads alone (no gradient into the hidden state),
@@ -34,17 +34,17 @@ from nlmcodec import _core  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
 
 # (label, adapt, (deep_every, shallow_emb, skip_permille), forward); rows 1 and 7 are formats (FORMAT.md §6):
-# everything every segment is format 11's dynamic mode, heads only over the integer transition format 12's
+# everything every segment is dynamic mode, heads only over the integer transition format 12's heads mode
 F, I = _core.FORWARD_FLOAT, _core.FORWARD_INT8
 SCHEDULES = [
     ("static", False, None, I),
-    ("everything, every segment (format 11)", True, (1, 0, 0), I),
+    ("everything, every segment (dynamic mode)", True, (1, 0, 0), I),
     ("deep every 2nd segment, else heads", True, (2, 0, 0), I),
     ("deep every 2nd segment, else heads + embeddings", True, (2, 1, 0), I),
     ("deep every 4th segment, else heads", True, (4, 0, 0), I),
     ("deep every 4th segment, else heads + embeddings", True, (4, 1, 0), I),
     ("heads + embeddings only (one-step)", True, (0, 1, 0), I),
-    ("heads only, integer transition (format 12)", True, (0, 0, 0), I),
+    ("heads only, integer transition (heads mode)", True, (0, 0, 0), I),
     ("everything; skip segments with mean p >= 0.25", True, (1, 0, 250), I),
     ("everything; skip segments with mean p >= 0.125", True, (1, 0, 125), I),
     ("everything; skip segments with mean p >= 0.063", True, (1, 0, 63), I),
@@ -129,8 +129,8 @@ def main(argv=None):
     rows = [f"Model `{a.model}`, dev/ first {a.per_source:,} bytes per source ({', '.join(names)}; {n:,} bytes), "
             f"one group each.  Command: `python benchmarks/adapt_subsets.py --per-source {a.per_source} "
             f"--runs {a.runs}`.  KB/s: encoding, CPU time, median of {a.runs}.", "",
-            "| schedule | " + " | ".join(names) + " | all bytes | bits/byte | vs format 11 | share of the "
-            "dynamic gain kept | segments skipped | KB/s | speed vs format 11 |",
+            "| schedule | " + " | ".join(names) +  " | all bytes | bits/byte | vs dynamic | share of the "
+            "dynamic gain kept | segments skipped | KB/s | speed vs dynamic |",
             "|---|" + "---|" * len(names) + "---|---|---|---|---|---|---|"]
     t0 = statistics.median(secs[SCHEDULES[1][0]])
     for label, _, _, _ in SCHEDULES:

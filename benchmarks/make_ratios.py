@@ -8,7 +8,7 @@
 
 Any change to nlmcodec's output bytes (format, arithmetic, model) changes these files: regenerate
 the CSV in the same commit as the change.  Each row: file, mode (static = adapt=False, dynamic =
-adapt=True), model name and id, input size and SHA-256, compressed size, bits per byte, the SHA-256
+adapt=True, heads = adapt="heads"), model name and id, input size and SHA-256, compressed size, bits per byte, the SHA-256
 of the frame with each lzma block's payload replaced by the SHA-256 of what it decodes to
 (_frame.frame_digest), and the bytes of lzma payloads in the frame.  So the rows pin what nlmcodec
 produces and not what the installed liblzma does: frames with lzma blocks are compared on their other
@@ -30,7 +30,7 @@ REPO = os.path.dirname(HERE)
 
 FIELDS = ["file", "mode", "model", "model_id", "bytes_in", "sha256_in", "bytes_out", "bpb", "sha256_out",
           "lzma_bytes"]
-MODES = {"static": False, "dynamic": True}
+MODES = {"static": False, "dynamic": True, "heads": "heads"}   # heads: format 12's heads mode (FORMAT.md §6.5)
 TINY_FILES = ["a.txt", "grammar.lsp", "xargs.1", "fields.c", "paper5", "paper4"]
 DEFAULT_FILES = ["english"]
 # fields that must match exactly (bpb follows from bytes_out)
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="default", help="bundled model name or .nlmm path (default: default)")
     p.add_argument("--files", nargs="+", default=None,
                    help="files or sets (default: english for the default model, a few small files otherwise)")
-    p.add_argument("--modes", default="static,dynamic", help="comma list (default: static,dynamic)")
+    p.add_argument("--modes", default="static,dynamic,heads", help="comma list (default: static,dynamic,heads)")
     p.add_argument("-o", "--out", help="CSV to write (default: benchmarks/ratios.csv, or ratios_<model>.csv)")
     p.add_argument("--check", metavar="CSV", help="recompress the rows of CSV and report differences (rc 1)")
     a = p.parse_args(argv)

@@ -4,7 +4,7 @@
 
 Each measurement runs in a fresh child process (so the peak RSS is that coder's own: the child's VmHWM) on
 one thread: xz -9e is Python's lzma module at preset 9 | PRESET_EXTREME (the liblzma of this machine),
-nlmcodec the default model in static and in dynamic mode (`compress(threads=1)` / `decompress`).  Times are
+nlmcodec the default model in static, dynamic and heads mode (`compress(threads=1)` / `decompress`).  Times are
 CPU seconds of the coding call (the machine is shared, so CPU time is the fairer figure; wall time is shown
 too); the figure that travels between machines is the ratio to xz -9e's compression speed measured in the
 same run, median of RUNS.  Output sizes are exact and the decompressed bytes are checked.
@@ -31,7 +31,7 @@ if what == 'xz':
     g = lzma.decompress
 else:
     import nlmcodec
-    adapt = what == 'dynamic'
+    adapt = {'static': False, 'dynamic': True, 'heads': 'heads'}[what]
     nlmcodec.load_model('default').native()
     f = lambda: nlmcodec.compress(data, adapt=adapt, threads=1)
     g = lambda z: nlmcodec.decompress(z, threads=1)
@@ -65,7 +65,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "speed.md"))
     a = ap.parse_args(argv)
     path = Path(corpus_dir() or "../shared/corpus") / "bench" / a.file
-    whats = ("xz", "static", "dynamic")
+    whats = ("xz", "static", "dynamic", "heads")
     res = {w: [] for w in whats}
     for _ in range(a.runs):          # interleaved, so a change of load hits every coder alike
         for w in whats:
@@ -87,7 +87,7 @@ def main(argv=None):
         cw = statistics.median(n / r["wc"] for r in rs) / 1e3
         dw = statistics.median(n / r["wd"] for r in rs) / 1e3
         name = {"xz": "xz -9e (lzma preset 9e)", "static": "nlmcodec default, static",
-                "dynamic": "nlmcodec default, dynamic"}[w]
+                "dynamic": "nlmcodec default, dynamic", "heads": "nlmcodec default, heads mode"}[w]
         lines.append(f"| {name} | {rs[0]['out']:,} | {c:,.1f} ({cw:,.1f}) | {d:,.1f} ({dw:,.1f}) | "
                      f"{c * 1e3 / xz_c:.3f} | {d * 1e3 / xz_c:.3f} | {max(r['rss_kb'] for r in rs) / 1024:.0f} |")
     lines.append("")

@@ -161,7 +161,7 @@ int nlm_codec_set_end_advance(NlmCodec* c, int on);
  * context takes the class head, the word head and the body's products with h and x from int8 weights and
  * activations on their grids, summed exactly in integers (formats 11 and 12, the default of a new context); a
  * dynamic context takes the body's products so while its schedule never adapts the body (the default (0, 0, 0)
- * of nlm_codec_set_schedule: format 12, §6.5) and keeps its adapting heads, and anything else it adapts, in
+ * of nlm_codec_set_schedule: format 12's heads mode, §6.5) and keeps its adapting heads, and anything else it adapts, in
  * float.  Resets the context; a level outside 0..1 is NLM_ERR_STATE. */
 int nlm_codec_set_forward(NlmCodec* c, int level);
 /* Whether the statistics (nlm_codec_stats) sum the information of the coded tokens' symbols (the *_BITS and
@@ -176,9 +176,9 @@ int nlm_codec_set_bit_stats(NlmCodec* c, int on);
  * the match flag is on.  Resets the context; a level outside 0..2 is NLM_ERR_STATE. */
 int nlm_codec_set_cache(NlmCodec* c, int level);
 /* The adaptation schedule of a dynamic context (issue 11's cheaper adaptation, measured by
- * benchmarks/adapt_subsets.py; two are formats: (0, 0, 0), the heads only over the integer transition, format
- * 12 and the default of a new context (FORMAT.md §6.5), and (1, 0, 0), everything every segment, formats 1-11
- * (§6.3-§6.4)): every deep_every-th segment adapts everything, the others only the heads, and with
+ * benchmarks/adapt_subsets.py; two are coding modes: (1, 0, 0), everything every segment, dynamic mode and the
+ * default of a new context (FORMAT.md §6.3-§6.4), and (0, 0, 0), the heads only over the integer transition,
+ * format 12's heads mode (§6.5)): every deep_every-th segment adapts everything, the others only the heads, and with
  * shallow_emb also the embeddings by a one-step gradient (lm.h lm_set_schedule); 0: never deep; skip_permille p > 0 skips the update of a segment whose tokens' geometric-mean probability is at
  * least p/1000.  Resets the context.  NLM_ERR_STATE for a static context or a value outside 0..1024 / 0..1
  * / {0, 63..1000}. */

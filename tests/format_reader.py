@@ -965,7 +965,7 @@ class Reader:
         self.p = {k: v.copy() for k, v in self.p0.items()}
         self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
         self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
-        self.heads_only = self.adapt and self.version >= 12   # §6.5: only the heads adapt ...
+        self.heads_only = self.adapt == "heads"                # heads mode (§6.5): only the heads adapt ...
         self.int8_body = self.int8 or self.heads_only          # ... and the transition is §2.6's integer one
         if self.int8_body and self.q8 is None:
             self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")}
@@ -1216,4 +1216,4 @@ def word_blocks(frame):
         psize, p = read_varint(frame, p)
         blocks.append((bool(t & 4), t & 3, size, bytes(frame[p:p + psize])))
         p += psize + (4 if version >= 3 and (t & 3) in (2, 3) else 0)
-    return bool(flags & 1), blocks
+    return ("heads" if flags & 0x10 else bool(flags & 1)), blocks    # flag 0x10: heads mode (§6.5, format 12)

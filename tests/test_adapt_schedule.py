@@ -1,9 +1,10 @@
 """The adaptation schedules of dynamic evaluation (nlm.h nlm_codec_set_schedule, csrc/model/lm.c), through the
-real codec: issue 11's cheaper adaptation, measured by benchmarks/adapt_subsets.py.  Two schedules are formats
-(_frame.codec_options): (1, 0, 0), everything every segment, formats 1-11 (FORMAT.md §6.3-§6.4), and (0, 0, 0),
-the heads only over §2.6's integer transition, format 12 (§6.5); the others are measurements.
+real codec: issue 11's cheaper adaptation, measured by benchmarks/adapt_subsets.py.  Two schedules are coding
+modes (_frame.codec_options): (1, 0, 0), everything every segment, dynamic mode (FORMAT.md §6.3-§6.4), and
+(0, 0, 0), the heads only over §2.6's integer transition, format 12's heads mode (§6.5, frame flag 0x10); the
+others are measurements.
 
-* The default is format 12's (0, 0, 0): the same payload as a fresh context's, not format 11's.
+* The default is dynamic mode's (1, 0, 0): the same payload as a fresh context's; heads mode's differs.
 * Every other schedule changes the payload and round-trips when the decoder uses the same schedule, for each
   model type's body (Elman, LSTM, NPLM: the one-step backward asks the body for dx alone).
 * The transition is integer exactly when the schedule never adapts the body or the embeddings.
@@ -17,7 +18,7 @@ from corpus_cache import short_text
 from nlmcodec import _frame
 from nlmcodec._core import FORWARD_FLOAT, FORWARD_INT8, Codec, NLMError
 
-SCHEDULES = [(1, 0, 0), (0, 1, 0), (2, 0, 0), (4, 1, 0), (1, 0, 63)]
+SCHEDULES = [(0, 0, 0), (0, 1, 0), (2, 0, 0), (4, 1, 0), (1, 0, 63)]
 
 
 def encode(model, data, schedule=None, forward=FORWARD_INT8):
@@ -42,12 +43,12 @@ def text():
 
 
 def test_default_schedule_is_the_format(tiny_model, text):
-    assert _frame.codec_options(_frame.FORMAT_VERSION)["schedule"] == (0, 0, 0) == _frame.codec_options(12)["schedule"]
-    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 12))
+    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 13))
+    assert _frame.codec_options(12, "heads")["schedule"] == (0, 0, 0)
     z0, st, _ = encode(tiny_model, text)
-    z1, _, _ = encode(tiny_model, text, (0, 0, 0))
-    z11, _, _ = encode(tiny_model, text, (1, 0, 0))
-    assert z0 == z1 != z11
+    z1, _, _ = encode(tiny_model, text, (1, 0, 0))
+    zh, _, _ = encode(tiny_model, text, (0, 0, 0))
+    assert z0 == z1 != zh
     assert st["segments"] > 50 and st["segments_skipped"] == 0, st
 
 

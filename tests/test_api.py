@@ -62,11 +62,12 @@ def test_load_model_cached(tiny_model_path):
     assert len(m.model_id) == 32
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_frame_info(tiny_model, adapt):
     f = nlmcodec.compress(TEXT, model=tiny_model, adapt=adapt)
     info = nlmcodec.get_frame_info(f)
-    assert info.format_version == nlmcodec.FORMAT_VERSION and info.adapt is adapt and info.check == nlmcodec.CHECK_CRC32
+    assert info.format_version == nlmcodec.FORMAT_VERSION and info.adapt == adapt and info.check == nlmcodec.CHECK_CRC32
+    assert type(info.adapt) is type(adapt)
     assert info.decompressed_size == len(TEXT)
     assert sum(b.size for b in info.blocks) == len(TEXT)
     assert all(b.kind in ("stored", "lzma", "model", "byte") for b in info.blocks)
@@ -249,3 +250,40 @@ def test_max_length_holds_one_block(tiny_model):
     while not d.eof:
         got += d.decompress(b"", max_length=100000)
     assert bytes(got) == data
+
+
+def test_heads_mode_is_its_own_coding(tiny_model):
+    """adapt="heads" (format 12, FORMAT.md §6.5): a frame of its own (flag 0x10), smaller than static and not
+    the dynamic frame, decoded without options; the mode's other spellings; bad values are refused."""
+    from nlmcodec import _frame
+
+    text = TEXT * 8
+    z = {a: nlmcodec.compress(text, model=tiny_model, adapt=a) for a in (False, True, "heads")}
+    assert len({bytes(v) for v in z.values()}) == 3
+    assert z["heads"][5] & _frame.FLAG_HEADS and z["heads"][5] & _frame.FLAG_ADAPT
+    assert not z[True][5] & _frame.FLAG_HEADS
+    for v in z.values():
+        assert nlmcodec.decompress(v, model=tiny_model) == text
+    assert nlmcodec.compress(text, model=tiny_model, adapt="dynamic") == z[True]
+    assert nlmcodec.compress(text, model=tiny_model, adapt="static") == z[False]
+    for bad in ("fast", 2, None, "HEADS"):
+        with pytest.raises(ValueError, match="adapt must be"):
+            nlmcodec.compress(text, model=tiny_model, adapt=bad)
+
+
+def test_heads_flag_is_refused_before_format_12():
+    """A format-11 header with flag 0x10 (its checksum right) is corrupt: format 11 has no heads mode."""
+    import zlib
+
+    from nlmcodec import _frame
+
+    frame = bytearray(_frame.header_v2(True, nlmcodec.CHECK_CRC32, None, version=11))
+    frame[5] |= _frame.FLAG_HEADS
+    head = bytes(frame[:6]) + zlib.crc32(bytes(frame[:6])).to_bytes(4, "little")
+    with pytest.raises(nlmcodec.NLMError, match="unknown flags"):
+        _frame.parse_header_v2(head)
+    ok = bytearray(_frame.header_v2(True, nlmcodec.CHECK_CRC32, None))
+    assert _frame.parse_header_v2(bytes(_frame.header_v2("heads", nlmcodec.CHECK_CRC32, None)))[0] == "heads"
+    assert _frame.parse_header_v2(bytes(ok))[0] is True
+    with pytest.raises(ValueError):
+        _frame.header_v2("heads", nlmcodec.CHECK_CRC32, None, version=11)

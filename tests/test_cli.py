@@ -217,6 +217,23 @@ def test_static_mode_round_trip_and_listed(tmp_path, prose):
     assert r.returncode == 0 and r.stdout == prose.read_bytes()
 
 
+@pytest.mark.parametrize("flag, mode", [("--static", "static"), ("--heads", "heads"), (None, "dynamic")])
+def test_each_mode_round_trips_and_is_listed(tmp_path, prose, flag, mode):
+    """--heads (heads mode, format 12) and --static are recorded in the frame, listed by -l, and decoded
+    without options; the last mode option given wins."""
+    r = run([*MODEL, *([flag] if flag else []), "-c", "prose.txt"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "m.nlm").write_bytes(r.stdout)
+    r = run(["-l", "--json", "m.nlm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["mode"] == mode
+    r = run([*MODEL, "-dc", "m.nlm"], tmp_path)
+    assert r.returncode == 0 and r.stdout == prose.read_bytes()
+    (tmp_path / "last.nlm").write_bytes(run([*MODEL, "--heads", "--static", "-c", "prose.txt"], tmp_path).stdout)
+    r = run(["-l", "--json", "last.nlm"], tmp_path)
+    assert json.loads(r.stdout)[0]["mode"] == "static"
+
+
 def test_concatenated_frames(tmp_path, src):
     a = run([*MODEL, "-c", "doc.txt"], tmp_path).stdout
     (tmp_path / "b.txt").write_bytes(b"second part\n")

@@ -6,7 +6,7 @@ across blocks, an lzma block between them, and across segments; from format 5 th
 the byte model of §9 as §5.4 says; from format 6 the token match flag of §3.4 in front of every token; from
 format 7 a block's <end> leaves the network as it was; from format 8 the token cache of §3.6 mixed into the
 flag, class and word stages; from format 9 the body mixer of §5.1.1; from format 10 the flag's two APMs of
-§3.4; in format 11's static frames the integer products of §2.6; in format 12's dynamic frames the heads-only
+§3.4; in format 11's static frames the integer products of §2.6; in format 12's heads-mode frames the heads-only
 adaptation of §6.5 over §2.6's integer transition).  Left out, for time (each multi-block vector costs minutes of pure-Python decoding): format 5's
 fallback vectors and all of format 6's (format 7 differs from 6 only after a block's <end>: its
 vectors cover the same paths, and format 2's fallback vectors cover an <end> that advances the network),
@@ -37,8 +37,8 @@ def has_word_blocks(name):
 
 NAMES = sorted(n for n, v in MANIFEST.items() if v.get("model") in ("tiny", "default", "default-2")
                and (n.startswith(("v10-", "v11-", "v12-")) or v.get("model") != "default-2")
-               and not (n.startswith("v12-") and not v.get("adapt"))   # format 12's static payloads are format
-               # 11's, byte for byte (tests/test_golden.py: test_format_12_static_payloads_are_format_11s)
+               and not (n.startswith("v12-") and v.get("adapt") != "heads")   # format 12's static and dynamic
+               # payloads are format 11's, byte for byte (tests/test_golden.py: test_format_12_adds_heads_mode_only)
                and (VECTORS / f"{n}.nlm").exists() and has_word_blocks(n)
                and not (n.startswith("v5-") and "fallback" in n) and "news_64k" not in n)
 # The fallback vectors (three word-model blocks of up to 64 KiB around an lzma block) are slow: 15 s (tiny,
@@ -67,12 +67,12 @@ def test_there_are_vectors_of_both_modes_and_models():
                 assert any(n.startswith("v9-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), mode
             assert any(n.startswith("v10-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), (model, mode)
             assert any(n.startswith("v11-") and f"-{model}-" in n and n.endswith(mode) for n in NAMES), (model, mode)
-        assert any(n.startswith("v12-") and f"-{model}-" in n and n.endswith("dynamic") for n in NAMES), model
+        assert any(n.startswith("v12-") and f"-{model}-" in n and n.endswith("heads") for n in NAMES), model
     for mode in ("static", "dynamic"):    # word-model blocks on both sides of a plain block (the tiny model's
         assert f"v7-fallback-default-{mode}" in NAMES, mode   # fallback frames are the byte model's)
         assert f"v10-fallback-default-2-{mode}" in NAMES, mode
         assert f"v11-fallback-default-2-{mode}" in NAMES, mode
-    assert "v12-fallback-default-2-dynamic" in NAMES
+    assert "v12-fallback-default-2-heads" in NAMES
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES])

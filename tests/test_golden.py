@@ -22,8 +22,8 @@ def test_both_formats_have_vectors():
 
 
 def test_every_model_type_has_vectors_of_both_modes():
-    """Golden vectors per model type (FORMAT.md §2.4): each type's word-model frames, static and dynamic, in the
-    current format, written with a bundled model of that type."""
+    """Golden vectors per model type (FORMAT.md §2.4): each type's word-model frames, static, dynamic and heads
+    mode, in the current format, written with a bundled model of that type."""
     have = set()
     for n in OK_NAMES:
         e = MANIFEST[n]
@@ -32,7 +32,7 @@ def test_every_model_type_has_vectors_of_both_modes():
             frame = (VEC / "ok" / f"{n}.nlm").read_bytes()
             if name and any(b.kind == "model" for b in nlmcodec.get_frame_info(frame).blocks):
                 have.add((nlmcodec.load_model(name).config["arch"], e["adapt"]))
-    assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True)}
+    assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True, "heads")}
 
 
 def _model_blocks(name):
@@ -42,15 +42,21 @@ def _model_blocks(name):
             if kind == 2]
 
 
-def test_format_12_static_payloads_are_format_11s():
-    """Format 12 changed dynamic mode only (FORMAT.md §6.5): each static vector's word-model payloads are
-    format 11's, byte for byte, and the dynamic ones of English text differ (the heads-only schedule)."""
-    static = [n[4:] for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["model"] and not MANIFEST[n]["adapt"]]
-    assert len(static) >= 40
-    for n in static:
+def test_format_12_adds_heads_mode_only():
+    """Format 12 added heads mode (FORMAT.md §6.5, frame flag 0x10) and changed nothing else: each static and
+    dynamic vector's word-model payloads are format 11's, byte for byte, and the heads vectors of English
+    text differ from the dynamic ones."""
+    same = [n[4:] for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["model"] and MANIFEST[n]["adapt"] in
+            (False, True)]
+    assert len(same) >= 90
+    for n in same:
         assert _model_blocks("v12-" + n) == _model_blocks("v11-" + n), n
-    for n in ("alice_4k-default-2-dynamic", "news_64k-default-2-dynamic", "alice_4k-tiny-lstm-dynamic"):
-        assert _model_blocks("v12-" + n) and _model_blocks("v12-" + n) != _model_blocks("v11-" + n), n
+    heads = [n for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["adapt"] == "heads"]
+    assert len(heads) >= 45
+    for n in ("alice_4k-default-2", "news_64k-default-2", "alice_4k-tiny-lstm"):
+        h = _model_blocks(f"v12-{n}-heads")
+        assert h and h != _model_blocks(f"v12-{n}-dynamic"), n
+        assert nlmcodec.get_frame_info((VEC / "ok" / f"v12-{n}-heads.nlm").read_bytes()).adapt == "heads"
 
 
 def test_retired_vectors_are_rejected():

@@ -54,7 +54,7 @@ def _check_row(expected):
         import corpus_cache as cc
 
         path = cc.find(expected["file"])
-        comp = cc.frame(path, expected["mode"] == "dynamic")
+        comp = cc.frame(path, MR.MODES[expected["mode"]])
         got = dict(m.row(expected["file"], expected["mode"], frame=comp))
     else:
         got = m.row(expected["file"], expected["mode"])

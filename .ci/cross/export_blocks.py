@@ -14,7 +14,7 @@ Output (all integers little-endian): DIR/blocks.bin and the model files it names
     (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
     u8 cache (the level: 1 the token cache, from format 8; 2 and the body mixer, from format 9), u8 forward
     (1: a static codec's integer forward, from format 11), u8 deep_every (a dynamic codec's schedule: 1
-    everything every segment, formats 1-11; 0 the heads only, format 12)
+    everything every segment, dynamic mode; 0 the heads only, format 12's heads mode)
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
@@ -54,7 +54,7 @@ class Recorder(_core.Codec):
         Recorder.log.append(("new", model, bool(adapt)))
 
     def reset(self, speller=None, match=2, max_tokens=None, end_advance=False, cache=2, forward=1,
-              schedule=(0, 0, 0)):
+              schedule=(1, 0, 0)):
         speller = _core.SPELLER_CM if speller is None else speller
         max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
         assert schedule in ((0, 0, 0), (1, 0, 0)), schedule     # the formats' two (codec_options)
@@ -85,8 +85,8 @@ def record(frame):
     models = {(n[1].model_id, n[2]) for n in news}
     assert len(models) == 1, "one model and mode per vector"
     if ops[0][0] != "reset":
-        v = nlmcodec.get_frame_info(frame).version
-        o = _frame.codec_options(v)
+        info = nlmcodec.get_frame_info(frame)
+        o = _frame.codec_options(info.format_version, info.adapt)
         ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"],
                        int(o["cache"]), int(o["forward"]), int(o["schedule"][0])))
     return (news[0][1], news[0][2], ops), out

@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format 7 are named v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format N are named vN-* (format 12 adds a third mode, heads: *-heads), of format 7 v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
@@ -117,6 +117,8 @@ def inputs():
 
 
 NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
+# the coding modes of the current format (heads mode from format 12: FORMAT.md §6.5)
+MODES = (("static", False), ("dynamic", True)) + ((("heads", "heads"),) if _frame.FORMAT_VERSION >= 12 else ())
 V = f"v{_frame.FORMAT_VERSION}-"                   # names of the vectors of the current format
 
 
@@ -160,7 +162,7 @@ def ok_vectors():
     """[(name, raw, frame, manifest entry)] of the current format that can be made now."""
     out = []
     ins = inputs()
-    for mode, adapt in (("static", False), ("dynamic", True)):
+    for mode, adapt in MODES:
         for name in NOMODEL_INPUTS:
             out.append((f"{V}{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
                         {"model": None, "adapt": adapt, "check": 1, "reencode": True}))
@@ -184,7 +186,7 @@ def ok_vectors():
         # were written (every default stays bundled as default-N, and vectors find their model by id)
         tag = "default" if model_name in ("default", "default-1") else model_name
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
-        for mode, adapt in (("static", False), ("dynamic", True)):
+        for mode, adapt in MODES:
             for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
                 out.append((f"{V}{name}-{tag}-{mode}", raw, f,
@@ -215,6 +217,13 @@ def error_vectors():
     nxt = _frame.FORMAT_VERSION + 1
     v["unknown_version"] = (base[:4] + bytes([nxt]) + base[5:], f"unsupported format version {nxt}")
     v["unknown_flags"] = (base[:5] + bytes([base[5] | 0x80]) + base[6:], "unknown flags")
+    if _frame.FORMAT_VERSION >= 12:
+        # heads mode's flag (0x10) means something only with the adapt flag: a static frame carrying it, its
+        # header checksum right, is refused
+        h = bytearray(base[:6])
+        h[5] |= _frame.FLAG_HEADS
+        v["heads_flag_without_adapt"] = (bytes(h) + zlib.crc32(h).to_bytes(4, "little") + base[10:],
+                                         "unknown flags")
     v["flipped_bit_header"] = (stored[:5] + bytes([stored[5] ^ 0x01]) + stored[6:], "header checksum mismatch")
     mid = first + 100
     v["flipped_bit_payload"] = (stored[:mid] + bytes([stored[mid] ^ 0x10]) + stored[mid + 1:], "CRC32 mismatch")

@@ -7,7 +7,7 @@
  * x = (E[w] + Ecase[case]) + Egap[gap] (D), then the body's step advances S.  Head products by kern_matvec
  * (16-lane canonical order); in a static stream of format 11 the class and word heads (and the body's products,
  * body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6, lm_set_qforward); in a dynamic
- * stream of format 12, whose schedule adapts the heads only (§6.5), the body's products so, the heads float.
+ * stream in heads mode (format 12), whose schedule adapts the heads only (§6.5), the body's products so.
  *
  * Segment (adaptive mode): lm_advance records for token t the state S_t it was predicted from, its
  * logits (class, the word logits of its class, case, gap) and its symbols.  The loss of token t is
@@ -24,8 +24,8 @@
  *
  * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·LM_CLIP (float), per parameter:
  *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
- * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment (format 12's heads-only
- * schedule, §6.5, lm_set_schedule: only Wc, bc, Uc, Ug, and of the big tables Wo/bo and Bcase/Bgap).  Big tables are
+ * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment (heads mode's schedule,
+ * §6.5, lm_set_schedule: only Wc, bc, Uc, Ug, and of the big tables Wo/bo and Bcase/Bgap).  Big tables are
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
  * class predicted, Bcase/Bgap rows of every w_t (Bcase gets a zero gradient when the case was not coded).
  * Before its update a touched row catches up the k = seg_no − last − 1 updates it missed (decay only):
@@ -444,7 +444,7 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->seg_cap = w->seg_len, m->maxcs = w->maxcs;
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
-    m->deep_every = 0, m->shallow_emb = 0, m->deep = 0; /* heads only: format 12's schedule (§6.5) */
+    m->deep_every = 1, m->shallow_emb = 0, m->deep = 1; /* everything every segment (§6.3-§6.4) */
     m->w = w;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;

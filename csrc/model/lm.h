@@ -114,22 +114,22 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded);
  * segment is a constant, the last token's transition gets no gradient), then one update step (§6);
  * nothing happens for an empty segment.  Static: just forgets the segment.  Returns 0. */
 int lm_end_segment(Lm* m);
-/* Which parts a dynamic stream adapts (issue 11's cheaper adaptation; (0, 0, 0) is format 12, (1, 0, 0)
- * formats 1-11, the others measurements; the frame version decides, not a frame option): segment
+/* Which parts a dynamic stream adapts (issue 11's cheaper adaptation; (1, 0, 0) is dynamic mode, (0, 0, 0)
+ * format 12's heads mode, the others measurements; the frame's version and flags decide): segment
  * n (1, 2, ...) is deep when deep_every is 1, or n is a multiple of deep_every > 1; never when it is 0.  A
  * deep segment is the update above.  Any other one updates the heads only (Wc, bc, Wo, bo, Uc, Bcase, Ug,
  * Bgap; no gradient into h, no BPTT) and, with shallow_emb, also E, Ecase and Egap by one step of the
  * body's backward from each token's own head gradient (not chained through the state).  skip_permille
  * p > 0: a segment whose tokens' geometric-mean p(class)·p(word) is at least p/1000 is not learned from at
- * all (no backward, no update, not counted by seg_no).  The default, 0, 0, 0, is format 12's (§6.5): with
- * it (any skip_permille) the body never adapts, so its products are integer at qforward level 1.
+ * all (no backward, no update, not counted by seg_no).  The default, 1, 0, 0, is dynamic mode; with 0, 0, p
+ * (heads mode, §6.5, for p = 0) the body never adapts, so its products are integer at qforward level 1.
  * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
 int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
 uint32_t lm_skipped(const Lm* m);
 /* The integer forward of formats 11 and 12 (FORMAT.md §2.6): on = in a static state the class head, the word
  * head and the body's products with h and x (Elman, LSTM: Wh·h, Wx·x) from int8 weights and activations on
  * their grids (kern_q8.c); in an adaptive state the body's products only, and only while the schedule never
- * adapts the body (lm_set_schedule (0, 0, p): format 12, §6.5).  The case and gap heads and the biases stay
+ * adapts the body (lm_set_schedule (0, 0, p): format 12's heads mode, §6.5).  The case and gap heads and the biases stay
  * float.  Off is formats 1-10. */
 int lm_set_qforward(Lm* m, int on); /* segments skip_permille skipped since the reset */
 /* on: every segment ends without backward or update, so an adaptive stream codes as a static one from its

@@ -214,15 +214,17 @@ def _resolve(model):
     return _default_model() if model is None else load_model(model)
 
 
-def _acquire_codec(model, adapt: bool):
-    key = (model.model_id, bool(adapt))
+def _acquire_codec(model, adapt):
+    """A codec for (model, adapt), adapt one of _frame.adapt_mode's values: heads mode's codecs are kept apart
+    from dynamic ones (Codec.reset gives each the schedule of its mode)."""
+    key = (model.model_id, adapt)
     with _lock:
         free = _codec_pool.get(key)
         if free:
             return free.pop()
     from ._core import Codec
 
-    c = Codec(model, bool(adapt))
+    c = Codec(model, adapt)
     c.set_bit_stats(False)        # compress / decompress never read the information sums
     c._pool_key = key
     return c
@@ -282,8 +284,10 @@ class NLMCompressor(_NoPickle):
     groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
     by a few groups (4 MiB each) per thread, whatever the input size.
 
-    model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: dynamic
-    evaluation; check: CHECK_CRC32 (default) or CHECK_NONE; threads: groups coded at once (0 = one per
+    model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: True (dynamic
+    evaluation: the model adapts to the input as it codes), "heads" (heads mode: only the output heads adapt,
+    about twice as fast for about 1% more bytes; codec/FORMAT.md §6.5) or False (static); check: CHECK_CRC32
+    (default) or CHECK_NONE; threads: groups coded at once (0 = one per
     core; the output bytes are the same for every thread count).  progress: input bytes coded so far.
     """
 
@@ -291,7 +295,7 @@ class NLMCompressor(_NoPickle):
         check = _check_arg(check)
         threads = _threads_arg(threads)
         self._model = _resolve(model)
-        self.adapt = bool(adapt)
+        self.adapt = _frame.adapt_mode(adapt)
         self.check = check
         self.threads = threads
         self.model_id = self._model.model_id
@@ -428,7 +432,8 @@ class NLMDecompressor(_NoPickle):
 # ---------------------------------------------------------------------------------------------- one-shot
 def compress(data, /, *, model=None, adapt=True, check=CHECK_CRC32, threads=1) -> bytes:
     """Compress bytes into one frame.  model: Model, bundled name or path (None: bundled "default");
-    adapt: dynamic evaluation; check: CHECK_CRC32 or CHECK_NONE; threads: 0 = one per core (the bytes
+    adapt: True (dynamic evaluation), "heads" (heads mode, faster) or False (static); check: CHECK_CRC32 or
+    CHECK_NONE; threads: 0 = one per core (the bytes
     do not depend on it)."""
     c = NLMCompressor(model=model, adapt=adapt, check=check, threads=threads)
     return c.compress(data) + c.flush()

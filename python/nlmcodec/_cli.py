@@ -495,8 +495,11 @@ def _build_parser():
     c.add_argument("-m", "--model", metavar="NAME|PATH",
                    help="bundled model name or model file (default: the bundled default model); "
                         "decompression finds bundled models by the id stored in the frame")
-    c.add_argument("--static", "--no-adapt", dest="adapt", action="store_false", default=True,
-                   help="static mode: do not adapt the model to the input while coding (faster)")
+    c.add_argument("--static", "--no-adapt", dest="adapt", action="store_const", const=False, default=True,
+                   help="static mode: do not adapt the model to the input while coding (fastest)")
+    c.add_argument("--heads", dest="adapt", action="store_const", const="heads",
+                   help="heads mode: adapt only the model's output layer while coding (about twice as fast "
+                        "as the default dynamic mode, about 1%% more bytes on English text)")
     c.add_argument("-C", "--check", choices=("none", "crc32"), default="crc32",
                    help="integrity check of the original data stored in each frame (default crc32)")
     c.add_argument("-T", "--threads", type=_threads_arg, metavar="N",
@@ -1000,7 +1003,8 @@ def _list_one(api, opts, name):
         raise _Skip(f"{display}: File is empty")
     usize = sum(i.decompressed_size for i in infos)
     checks = sorted({_check_name(api, i.check) for i in infos})
-    modes = sorted({("dynamic" if i.adapt else "static") for i in infos if _uses_model(i)}) or ["-"]
+    modes = sorted({{False: "static", True: "dynamic"}.get(i.adapt, i.adapt) for i in infos if _uses_model(i)}) \
+        or ["-"]
     ids = sorted({bytes(i.model_id) for i in infos if i.model_id is not None})
     names = [_bundled_names().get(m) for m in ids]
     kinds = {}

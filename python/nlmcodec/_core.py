@@ -93,17 +93,19 @@ class Codec:
     any number of Codecs, on any threads, share one Model."""
 
     def __init__(self, model, adapt):
+        """adapt: False (static), True (dynamic) or "heads" (a dynamic context for heads mode: the frame
+        layer's reset gives it that schedule, _frame.codec_options)."""
         self._c = native.Codec(model.native(), int(bool(adapt)))
         if not self._c.ok():
             check(self._c.err or -2, "model")
-        self.adapt = bool(adapt)
+        self.adapt = adapt if adapt == "heads" else bool(adapt)
 
     def memory(self):
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
     def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
-              schedule=(0, 0, 0), forward=FORWARD_INT8):
+              schedule=(1, 0, 0), forward=FORWARD_INT8):
         """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
         maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
         the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
@@ -116,9 +118,9 @@ class Codec:
         transition from int8 weights, §2.6; a dynamic context's transition too when its schedule adapts the heads
         only, §6.5).
         schedule (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm.h nlm_codec_set_schedule, the parts of
-        the model adapted per segment: (0, 0, 0), the heads only, is format 12's (§6.5), (1, 0, 0), everything
-        every segment, formats 1-11's (§6.3-§6.4); the others are measured by benchmarks/adapt_subsets.py and no
-        frame records them."""
+        the model adapted per segment: (1, 0, 0), everything every segment, is dynamic mode (§6.3-§6.4), (0, 0, 0),
+        the heads only, format 12's heads mode (§6.5, frame flag FLAG_HEADS); the others are measured by
+        benchmarks/adapt_subsets.py and no frame records them."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
         check(self._c.set_match(int(match)))
         check(self._c.set_cache(int(cache)))

@@ -239,7 +239,7 @@ class FrameDecoder:
         if self._codec is None:
             self._codec = self._take_codec()
         if self._reset:
-            self._codec.reset(**F.codec_options(self.version))
+            self._codec.reset(**F.codec_options(self.version, self.adapt))
             self._reset = False
         return self._codec
 
@@ -313,7 +313,7 @@ class FrameDecoder:
             for b in blocks:
                 if b.kind == F.BLOCK_MODEL and codec is None:
                     codec = self._take_codec()
-                    codec.reset(**F.codec_options(self.version))
+                    codec.reset(**F.codec_options(self.version, self.adapt))
                 if b.kind == F.BLOCK_BYTE and bcoder is None:
                     bcoder = _new_byte_coder()
                 out.append(self._decode(bcoder if b.kind == F.BLOCK_BYTE else codec, b))

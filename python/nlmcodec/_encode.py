@@ -247,7 +247,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     parts, run = [], []               # run: (start, length) of the pending non-model blocks
     used = False
     if codec is not None:
-        codec.reset()
+        codec.reset(**F.codec_options(F.FORMAT_VERSION, codec.adapt))   # the schedule of its mode
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
@@ -337,7 +337,7 @@ class FrameEncoder:
         if group_size < 2 * CUT_WINDOW or group_size > F.MAX_LZMA_BLOCK:
             raise ValueError("group_size out of range")
         self._get_codec, self._release_codec = get_codec, release_codec
-        self._model_id, self._adapt, self._check = model_id, bool(adapt), check
+        self._model_id, self._adapt, self._check = model_id, F.adapt_mode(adapt), check
         self._threads = max(1, int(threads))
         self._group_size = group_size
         self._pending = bytearray()

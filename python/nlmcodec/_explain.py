@@ -79,7 +79,8 @@ class Explanation:
         return out
 
     def __repr__(self):
-        return (f"<Explanation {'dynamic' if self.adapt else 'static'} {self.model_name!r}: {self.size} bytes, "
+        mode = {False: "static", True: "dynamic"}.get(self.adapt, self.adapt)
+        return (f"<Explanation {mode} {self.model_name!r}: {self.size} bytes, "
                 f"{len(self.tokens)} tokens, frame {self.frame_size} bytes>")
 
 
@@ -91,6 +92,7 @@ class _TracingCodec:
 
     def __init__(self, codec):
         self._c = codec
+        self.adapt = codec.adapt      # the mode (encode_group resets the codec with its schedule)
         self._c.trace(True)
         self.enc = None               # the FrameEncoder (its progress = offset of the block being coded)
         self.calls = {}
@@ -139,8 +141,9 @@ def explain(data, *, model=None, adapt=True) -> Explanation:
 
     data = bytes(memoryview(data).cast("B"))
     m = _resolve(model)
-    tc = _TracingCodec(Codec(m, bool(adapt)))
-    enc = _encode.FrameEncoder(lambda: tc, None, m.model_id, bool(adapt), _frame.CHECK_CRC32, 1)
+    adapt = _frame.adapt_mode(adapt)
+    tc = _TracingCodec(Codec(m, adapt))
+    enc = _encode.FrameEncoder(lambda: tc, None, m.model_id, adapt, _frame.CHECK_CRC32, 1)
     tc.enc = enc
     frame = enc.feed(data) + enc.finish()
     info = _frame.get_frame_info(frame)
@@ -179,7 +182,7 @@ def explain(data, *, model=None, adapt=True) -> Explanation:
                                         share * n, (), len(blocks)))
         blocks.append(Block(pos, b.size, b.kind, b.compressed_size, bits_sum))
         pos += b.size
-    return Explanation(data, bool(adapt), m.name or "", tokens, blocks, len(frame))
+    return Explanation(data, adapt, m.name or "", tokens, blocks, len(frame))
 
 
 # ---------------------------------------------------------------------------------------------- page
@@ -252,10 +255,10 @@ def render_html(data, name, explanations, xz=None) -> str:
     offs = [o for o, _ in xz]
     modes = []
     curves = [("xz -9e", "#777", xz)]
-    colours = {False: "#1f77b4", True: "#d62728"}
+    colours = {False: "#1f77b4", True: "#d62728", "heads": "#2ca02c"}
     summary_rows = []
     for e in explanations:
-        label = "dynamic" if e.adapt else "static"
+        label = {False: "static", True: "dynamic", "heads": "heads"}[e.adapt]
         shown = e.tokens[:MAX_PAGE_TOKENS]
         parts = e.by_part()
         modes.append({

@@ -49,7 +49,21 @@ FLAG_CHECK_SHIFT = 1
 FLAG_CHECK_MASK = 0x06
 FLAG_MODEL = 0x08             # format 2: a model id follows the flags
 FLAG_NO_MODEL_V1 = 0x08       # format 1: bit 3 meant the opposite (no model id)
+FLAG_HEADS = 0x10             # format 12, with FLAG_ADAPT: heads mode, only the heads adapt (FORMAT.md §6.5)
 _FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
+HEADS = "heads"               # the adapt value of heads mode (adapt_mode)
+
+
+def adapt_mode(adapt):
+    """The one spelling of a coding mode: False (static), True (dynamic: every part adapts, §6.3-§6.4) or
+    HEADS ("heads": dynamic, the output heads only, over the integer transition, §6.5; format 12).  Accepts
+    bools and "static", "dynamic", "heads"; ValueError otherwise."""
+    if adapt is True or adapt is False:
+        return adapt
+    m = {"static": False, "dynamic": True, HEADS: HEADS}.get(adapt) if isinstance(adapt, str) else None
+    if m is None:
+        raise ValueError(f"adapt must be True, False, 'static', 'dynamic' or 'heads', not {adapt!r}")
+    return m
 
 BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL, BLOCK_BYTE = 0, 1, 2, 3
 BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model", BLOCK_BYTE: "byte"}
@@ -75,21 +89,21 @@ def match_of(version: int) -> int:
 CACHE_FROM = 8                # word-model blocks mix the token cache into the class and word stages (§3.6)
 BODYMIX_FROM = 9              # ... and the spelling cache's symbol with the group's unknown bodies (§5.1.1)
 INT8_FORWARD_FROM = 11        # ... and a static stream's heads and recurrent product are integer (§2.6)
-HEADS_ONLY_FROM = 12          # ... and a dynamic stream adapts its heads only, its transition integer (§6.5)
+HEADS_FROM = 12               # ... and a frame may be in heads mode (FLAG_HEADS, §6.5)
 BLOCK_END_FROM = 7            # from this version a word-model block holds at most MAX_MODEL_TOKENS tokens
 MAX_MODEL_TOKENS = 16384      # (END included; nlm.h NLM_MAX_BLOCK_TOKENS; FORMAT.md §3.5), and its <end>
                               # does not advance the network (§3.2 step 6)
 
 
-def codec_options(version: int) -> dict:
-    """Codec.reset's arguments for a frame version's word-model blocks: the one place that maps a format
-    version to how its word-model blocks are coded."""
+def codec_options(version: int, adapt=True) -> dict:
+    """Codec.reset's arguments for a frame version's word-model blocks in mode `adapt` (adapt_mode's values):
+    the one place that maps a format version and mode to how its word-model blocks are coded."""
     new = version >= BLOCK_END_FROM
     return {"speller": speller_of(version), "match": match_of(version),
             "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new,
             "cache": 2 if version >= BODYMIX_FROM else 1 if version >= CACHE_FROM else 0,
             "forward": 1 if version >= INT8_FORWARD_FROM else 0,
-            "schedule": (0, 0, 0) if version >= HEADS_ONLY_FROM else (1, 0, 0)}
+            "schedule": (0, 0, 0) if adapt == HEADS and version >= HEADS_FROM else (1, 0, 0)}
 
 
 TYPE_KIND_MASK = 0x03
@@ -119,8 +133,9 @@ LZMA_DICT_MAX = 1 << 26
 
 FrameInfo = namedtuple("FrameInfo", "format_version adapt check model_id decompressed_size blocks groups",
                        defaults=(None,))
-FrameInfo.__doc__ = """One frame (see get_frame_info).  model_id is None when the frame names no model;
-blocks is a tuple of BlockInfo; groups (format 2) a tuple of GroupInfo, None for format 1."""
+FrameInfo.__doc__ = """One frame (see get_frame_info).  adapt: False (static), True (dynamic) or "heads" (heads
+mode, format 12); model_id is None when the frame names no model; blocks is a tuple of BlockInfo; groups
+(format 2) a tuple of GroupInfo, None for format 1."""
 BlockInfo = namedtuple("BlockInfo", "kind size compressed_size")
 BlockInfo.__doc__ = "One block: kind ('stored', 'lzma' or 'model'), original and payload size."
 GroupInfo = namedtuple("GroupInfo", "size coded_size")
@@ -220,9 +235,12 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------- format 2
-def header_v2(adapt: bool, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
-    """Frame header of format 5 (or 4, 3, 2: the same layout)."""
-    flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0)
+def header_v2(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
+    """Frame header of formats 2 to 12 (one layout; FLAG_HEADS from format 12).  adapt: adapt_mode's values."""
+    if adapt == HEADS and version < HEADS_FROM:
+        raise ValueError(f"heads mode needs format {HEADS_FROM}")
+    flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0) | \
+        (FLAG_HEADS if adapt == HEADS else 0)
     h = bytearray(MAGIC)
     h.append(version)
     h.append(flags)
@@ -268,9 +286,11 @@ def parse_start(buf):
 
 
 def parse_header_v2(buf):
-    """(adapt, check, model_id, header length) of a format-5, 4, 3 or 2 frame header at buf[0]."""
-    _, flags = parse_start(buf)
-    if flags & ~_FLAG_KNOWN:
+    """(adapt, check, model_id, header length) of a frame header of formats 2 to 12 at buf[0]; adapt is
+    adapt_mode's False, True or HEADS."""
+    version, flags = parse_start(buf)
+    known = _FLAG_KNOWN | (FLAG_HEADS if version >= HEADS_FROM and flags & FLAG_ADAPT else 0)
+    if flags & ~known:
         raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
     check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
     if check not in _CHECKS:
@@ -281,7 +301,7 @@ def parse_header_v2(buf):
     if crc32(bytes(buf[:n])) != int.from_bytes(buf[n:n + 4], "little"):
         raise NLMError("corrupt frame header: header checksum mismatch")
     model_id = bytes(buf[6:n]) if flags & FLAG_MODEL else None
-    return bool(flags & FLAG_ADAPT), check, model_id, n + 4
+    return (HEADS if flags & FLAG_HEADS else bool(flags & FLAG_ADAPT)), check, model_id, n + 4
 
 
 def block_check_size(version: int, kind: int) -> int:
