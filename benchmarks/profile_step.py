@@ -1,6 +1,6 @@
 """Instructions per token of the C token step, by stage, under callgrind (issue 11's profile command).
 
-    python benchmarks/profile_step.py [--file alice29.txt] [--bytes 40960] [--modes static dynamic]
+    python benchmarks/profile_step.py [--file alice29.txt] [--bytes 40960] [--modes static dynamic heads]
                                       [--simd-cap N] [--out benchmarks/profile_step.md --label before]
 
 Owns the stage map of the C core: every source line of csrc/ belongs to the C function that encloses it
@@ -90,14 +90,18 @@ CHILD = r"""
 import json, sys
 import nlmcodec
 from nlmcodec import _core, _bench
-path, nbytes, adapt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, nbytes, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])   # 0 static, 1 dynamic, 2 heads
 data = open(path, "rb").read()[:nbytes]
 model = nlmcodec.load_model("default")
-codec = _core.Codec(model, bool(adapt))
+codec = _core.Codec(model, mode > 0)
+if mode == 2:
+    codec.reset(schedule=(0, 0, 0))   # heads mode (FORMAT.md §6.5)
 payload = codec.encode_block(data)
 st = codec.stats()
 print(json.dumps({"tokens": int(st["tokens"]), "in": len(data), "out": len(payload), "model": model.model_id.hex()[:16]}))
 """
+
+MODE_CODE = {"static": 0, "dynamic": 1, "heads": 2}   # the child's mode argument
 
 ATTR_RE = re.compile(r"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)\s*")
 FUNC_RE = re.compile(r"^(?:static\s+|inline\s+)*[A-Za-z_][\w\s\*]*?\b(\w+)\s*\(")
@@ -308,7 +312,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--file", default="alice29.txt", help="a benchmark file name or a path")
     ap.add_argument("--bytes", type=int, default=40960)
-    ap.add_argument("--modes", nargs="+", default=["static", "dynamic"], choices=["static", "dynamic"])
+    ap.add_argument("--modes", nargs="+", default=["static", "dynamic"], choices=["static", "dynamic", "heads"])
     ap.add_argument("--simd-cap", type=int, default=None, help="NLMCODEC_SIMD_CAP for the child (0 scalar ...)")
     ap.add_argument("--out", help="append the Markdown section to this file")
     ap.add_argument("--label", default="", help="section title (e.g. before / after)")
@@ -340,7 +344,7 @@ def main(argv=None):
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
         for mode in a.modes:
-            info, prof = run_mode(valgrind, path, a.bytes, int(mode == "dynamic"), a.simd_cap, a.keep or tmp,
+            info, prof = run_mode(valgrind, path, a.bytes, MODE_CODE[mode], a.simd_cap, a.keep or tmp,
                                   a.reuse and bool(a.keep))
             results[mode] = (info, prof, *attribute(prof, a.src))
     rev = results[a.modes[0]][0].get("rev", "?")   # the code that was profiled (kept with --keep)

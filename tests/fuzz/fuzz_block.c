@@ -2,7 +2,7 @@
  * §3-§6) and the byte model's (nlm_bytecoder_decode, §9).
  *
  * Input: byte 0 bit 0 = adapt (dynamic evaluation), bit 1 = a byte-model block instead of a word-model
- * block, bytes 1-2 = block size - 1 (little-endian, so 1 to 65,536 bytes: the format-3 limit of a
+ * block, bit 2 with bit 0 = heads mode (format 12: the heads-only schedule, §6.5), bytes 1-2 = block size - 1 (little-endian, so 1 to 65,536 bytes: the format-3 limit of a
  * word-model block), the rest = the payload.  The codec is reset (the byte coder ends its run), then the
  * payload is decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and
  * never touch memory it does not own (built with ASan + UBSan).
@@ -24,7 +24,7 @@
 
 #include "nlm.h"
 
-static NlmCodec* codecs[2]; /* static, dynamic */
+static NlmCodec* codecs[3]; /* static, dynamic, heads mode */
 static NlmByteCoder* bytecoder;
 static uint8_t* dst;
 
@@ -87,9 +87,9 @@ static void load_model(void) {
         fprintf(stderr, "fuzz_block: nlm_model_new failed: %s\n", nlm_error_name(err));
         exit(2);
     }
-    for (int a = 0; a < 2; a++) {
-        codecs[a] = nlm_codec_new(model, a, &err);
-        if (!codecs[a]) {
+    for (int a = 0; a < 3; a++) { /* static, dynamic, heads mode */
+        codecs[a] = nlm_codec_new(model, a > 0, &err);
+        if (!codecs[a] || (a == 2 && nlm_codec_set_schedule(codecs[a], 0, 0, 0) < 0)) {
             fprintf(stderr, "fuzz_block: nlm_codec_new failed: %s\n", nlm_error_name(err));
             exit(2);
         }
@@ -106,7 +106,7 @@ static void load_model(void) {
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!codecs[0]) load_model();
     if (size < 3) return 0;
-    NlmCodec* c = codecs[data[0] & 1];
+    NlmCodec* c = codecs[(data[0] & 1) ? 1 + ((data[0] >> 2) & 1) : 0];
     int byte_model = (data[0] >> 1) & 1;
     size_t dst_len = (size_t)(data[1] | (data[2] << 8)) + 1;
     if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset(c)) < 0) abort();

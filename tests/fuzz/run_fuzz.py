@@ -68,7 +68,7 @@ def _frames():
 
 def _block_seeds():
     """C-target inputs: the first word-model or byte-model block of every golden frame (it decodes from the
-    reset state), as flags byte (bit 0 adapt, bit 1 byte model), size - 1 (2 bytes), payload."""
+    reset state), as flags byte (bit 0 adapt, bit 1 byte model, bit 2 heads mode), size - 1 (2 bytes), payload."""
     import nlmcodec
     from nlmcodec import _frame as F
 
@@ -84,7 +84,7 @@ def _block_seeds():
         hdr = F.HEADER_SIZE_V2 + (F.MODEL_ID_SIZE if info.model_id else 0)
         p = hdr + len(F.block_header(kind, True, blk.size, blk.compressed_size))
         if blk.size <= 1 << 16:
-            flags = int(info.adapt) | (2 if kind == F.BLOCK_BYTE else 0)
+            flags = (1 if info.adapt else 0) | (2 if kind == F.BLOCK_BYTE else 0) | (4 if info.adapt == F.HEADS else 0)
             yield name, bytes([flags]) + struct.pack("<H", blk.size - 1) + b[p:p + blk.compressed_size]
 
 
