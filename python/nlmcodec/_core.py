@@ -7,7 +7,7 @@ never imports it.
 """
 from ._backend import backend, native
 from ._errors import NLMError, check
-from ._frame import MAX_MODEL_TOKENS
+from ._frame import HEADS, MAX_MODEL_TOKENS
 
 
 def _dtypes():
@@ -98,7 +98,7 @@ class Codec:
         self._c = native.Codec(model.native(), int(bool(adapt)))
         if not self._c.ok():
             check(self._c.err or -2, "model")
-        self.adapt = adapt if adapt == "heads" else bool(adapt)
+        self.adapt = HEADS if adapt == HEADS else bool(adapt)   # _frame.adapt_mode's values
 
     def memory(self):
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
