@@ -74,7 +74,7 @@ NlmByteCoder* nlm_bytecoder_new(int* err);
 void nlm_bytecoder_free(NlmByteCoder* b);
 int nlm_bytecoder_reset(NlmByteCoder* b);
 size_t nlm_bytecoder_memory(const NlmByteCoder* b);
-int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size);
+int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap);
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len);
 int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
 """

@@ -17,7 +17,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nlmcodec  # noqa: E402
-from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _byte_estimate, _coded_size  # noqa: E402
+from nlmcodec._core import ByteCoder  # noqa: E402
+from nlmcodec._encode import BLOCK_SIZE, _ByteParts, _coded_size  # noqa: E402
 from nlmcodec._frame import codec_options  # noqa: E402
 from _benchlib import code_group, write_report  # noqa: E402
 from speller_dev import dev_set  # noqa: E402
@@ -36,7 +37,7 @@ def main(argv=None):
         for j in range(0, len(text), a.piece):
             piece = text[j:j + a.piece]
             first = piece[:BLOCK_SIZE]
-            est = _byte_estimate(first)
+            est = len(ByteCoder().encode_block(first, len(first)))   # a fresh byte model's payload (no cap)
             whole_b = _coded_size(_ByteParts(piece).finish())
             for adapt in (False, True):
                 sizes = code_group(model, piece, adapt, **codec_options(6))[0]   # where TRACK_RATIO was chosen

@@ -284,8 +284,11 @@ int nlm_bytecoder_reset(NlmByteCoder* b);
 size_t nlm_bytecoder_memory(const NlmByteCoder* b);
 /* Encode one block of n > 0 bytes.  run_size > 0: start a new run of run_size bytes in all (this block
  * first; at most 2^23, else NLM_ERR_STATE); 0: continue the run.  Returns the payload size and makes the payload available through
- * nlm_bytecoder_output until the next call; negative on error (the run is then ended). */
-int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size);
+ * nlm_bytecoder_output until the next call; negative on error (the run is then ended).  cap > 0 (an
+ * estimate that only needs to know whether the payload is below cap bytes): returns 0, and ends the run,
+ * when the payload is cap bytes or more, in which case the coding may stop before the end of the block
+ * (the payload of a smaller block is the same as without a cap). */
+int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap);
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len);
 /* Decode one block payload into exactly dst_len bytes: dst_len, or NLM_ERR_CORRUPT (the run is then ended). */
 int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);

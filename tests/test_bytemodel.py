@@ -134,6 +134,38 @@ def test_run_of_two_blocks_continues_the_model():
     assert dec.decode_block(first, len(a)) == a and dec.decode_block(cont, len(b)) == b
 
 
+def test_a_cap_answers_below_or_not_and_never_changes_a_payload():
+    """encode_block(cap=...): the payload itself while it is below cap bytes, else None (the coding may stop
+    early, every chunk boundary and the end included), and the run is then ended."""
+    data = log_text(3 * 4096 + 77, seed=9)           # over several of the core's checking chunks
+    full = ByteCoder().encode_block(data, len(data))
+    n = len(full)
+    for cap in (1, 2, n // 3, n - 1, n):
+        bc = ByteCoder()
+        assert bc.encode_block(data, len(data), cap=cap) is None
+        with pytest.raises(nlmcodec.NLMError):        # the run was ended: nothing to continue
+            bc.encode_block(data[:10], 0)
+    for cap in (n + 1, n + 1000, 0):
+        bc = ByteCoder()
+        assert bc.encode_block(data, len(data), cap=cap) == full
+        assert len(bc.encode_block(data[:10], 0)) > 0            # the run goes on after a payload
+
+
+@pytest.mark.parametrize("text", [ENGLISH[:16384], log_text(20000, seed=5), bytes(range(256)) * 30, b"\x00" * 5000],
+                         ids=["english", "log", "bytes", "zeros"])
+def test_the_encoders_capped_estimates_answer_as_the_full_ones(text):
+    """The encoder's two byte-model estimates (_encode._cold_byte_model_below, _byte_parts_reach) stop the
+    model early; their answers are those of the full coding for every bound around its size."""
+    payload = ByteCoder().encode_block(text, len(text))
+    coded = _encode._coded_size(_encode._byte_parts(text))
+    for bound in sorted({1, len(payload) - 1, len(payload), len(payload) + 0.5, len(payload) + 1, 1.2 * len(payload),
+                         len(payload) / 1.2, 2 * len(payload)}):
+        assert _encode._cold_byte_model_below(text, bound) == (len(payload) < bound), bound
+    for need in sorted({1, coded - 9, coded - 5, coded - 4, coded - 3, coded, coded + 1, len(text), len(text) + 8}):
+        for margin in (0.95, 1.0):
+            assert _encode._byte_parts_reach(text, need, margin) == (need <= margin * coded), (need, margin)
+
+
 def test_hostile_payloads():
     text = ENGLISH
     p = ByteCoder().encode_block(text, len(text))

@@ -57,8 +57,11 @@ static int start_run(NlmByteCoder* b, int s) {
     return b->m ? 0 : err;
 }
 
-int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size) {
-    int s = 0, err;
+/* Bytes coded between two checks of a capped encode (a speed setting: the payload does not depend on it). */
+#define CAP_CHUNK 4096
+
+int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap) {
+    int s = 0, err = 0;
     if (run_size) {
         s = cm_size_class(run_size);
         if (s < 0) return NLM_ERR_STATE;
@@ -69,11 +72,26 @@ int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
     if (n == 0) return NLM_ERR_STATE;
     b->rc.decoding = 0;
     rc_enc_reset(&b->rc.enc);
-    err = cm_code(b->m, &b->rc, (uint8_t*)src, n);
+    /* with a cap, stop as soon as the payload is known to reach it: bytes written and held back are never
+     * taken back, so 1 + len + pending is at most the final size */
+    for (size_t i = 0; i < n && !err; i += CAP_CHUNK) {
+        size_t k = n - i < CAP_CHUNK ? n - i : CAP_CHUNK;
+        err = cm_code(b->m, &b->rc, (uint8_t*)src + i, k);
+        if (!err && cap && 1 + b->rc.enc.len + b->rc.enc.pending >= cap) {
+            nlm_bytecoder_reset(b);
+            b->out_len = 0;
+            return 0;
+        }
+    }
     if (!err) err = rc_enc_finish(&b->rc.enc);
     if (err) {
         nlm_bytecoder_reset(b); /* the run's state is undefined after an error */
         return err == NLM_ERR_CORRUPT ? NLM_ERR_STATE : err;
+    }
+    if (cap && 1 + b->rc.enc.len >= cap) {
+        nlm_bytecoder_reset(b);
+        b->out_len = 0;
+        return 0;
     }
     size_t need = 1 + b->rc.enc.len;
     if (need > b->out_cap) {

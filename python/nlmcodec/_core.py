@@ -183,9 +183,11 @@ class ByteCoder:
     def memory(self):
         return self._b.memory()
 
-    def encode_block(self, data, run_size: int = 0):
-        """Payload of one byte-model block; run_size > 0 starts a run of run_size bytes (this block first)."""
-        return check(self._b.encode_block(data, run_size), "byte model")
+    def encode_block(self, data, run_size: int = 0, cap: int = 0):
+        """Payload of one byte-model block; run_size > 0 starts a run of run_size bytes (this block first).
+        cap > 0: None when the payload is cap bytes or more (the model may stop early; the run is ended), for
+        estimates that only compare the size with a bound."""
+        return check(self._b.encode_block(data, run_size, cap), "byte model")
 
     def decode_block(self, payload, size):
         return check(self._b.decode_block(payload, size), "corrupt block")

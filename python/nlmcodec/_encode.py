@@ -42,6 +42,7 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
 from __future__ import annotations
 
 import lzma
+import math
 import threading
 import zlib
 from collections import deque
@@ -147,7 +148,7 @@ def _probe_says_model(codec, buf, pos: int) -> bool:
     """Speed heuristic (see the module docstring)."""
     probe, payload = _probe(codec, buf, pos)
     return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
-        len(payload) + F.BLOCK_CHECK_SIZE <= PROBE_BYTE_MARGIN * _coded_size(_byte_parts(probe))
+        _byte_parts_reach(probe, len(payload) + F.BLOCK_CHECK_SIZE, PROBE_BYTE_MARGIN)
 
 
 class _ByteParts:
@@ -171,13 +172,9 @@ class _ByteParts:
             start = self._bc is None or self.pos == r
             if start:
                 self._bc = ByteCoder()
-            payload = self._bc.encode_block(block, run_end - self.pos if start else 0)
-            if len(payload) > len(block):
-                part = (F.BLOCK_STORED, len(block), bytes(block))
+            part = _byte_part(block, self._bc.encode_block(block, run_end - self.pos if start else 0))
+            if part[0] == F.BLOCK_STORED:
                 self._bc = None
-            else:
-                part = (F.BLOCK_BYTE, len(block),
-                        payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
             self.parts.append(part)
             self.size += _coded_size([part])
             self.pos += len(block)
@@ -194,11 +191,37 @@ def _byte_ahead(track, wbytes: int, wsize: int, ratio: float) -> bool:
     return track.size * wbytes < ratio * wsize * track.pos
 
 
-def _byte_estimate(block) -> int:
-    """Payload bytes of a fresh byte model over block alone (an estimate: the model starts cold)."""
+def _byte_part(block, payload) -> tuple:
+    """The part of a byte-model block whose payload is `payload`: stored when that would exceed its size."""
+    if len(payload) > len(block):
+        return (F.BLOCK_STORED, len(block), bytes(block))
+    return (F.BLOCK_BYTE, len(block), payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
+
+
+def _cold_byte_model_below(block, bound: float) -> bool:
+    """A fresh byte model over block alone codes it in fewer than `bound` payload bytes (an estimate: the
+    model starts cold).  Only the answer is needed, so the model stops once its payload reaches ceil(bound)."""
     from ._core import ByteCoder
 
-    return len(ByteCoder().encode_block(block, len(block)))
+    payload = ByteCoder().encode_block(block, len(block), cap=max(1, math.ceil(bound)))
+    return payload is not None and len(payload) < bound
+
+
+def _byte_parts_reach(raw, need: int, margin: float) -> bool:
+    """need <= margin x _coded_size(_byte_parts(raw)), for raw of at most one byte-model block (the probe).
+    The byte model stops once its payload alone settles it: a stored block costs at least len(raw), a byte
+    block at least its payload plus the block check, so at `cap` payload bytes, the smallest count with
+    need <= margin x (cap + BLOCK_CHECK_SIZE), the answer is yes whichever it becomes."""
+    from ._core import ByteCoder
+
+    assert len(raw) <= BYTE_BLOCK_SIZE
+    cap = 0                           # no cap when even a stored block would not settle it
+    if need <= margin * len(raw):
+        cap = max(1, math.ceil(need / margin) - F.BLOCK_CHECK_SIZE)
+        while not need <= margin * (cap + F.BLOCK_CHECK_SIZE):
+            cap += 1
+    payload = ByteCoder().encode_block(raw, len(raw), cap=cap)
+    return payload is None or need <= margin * _coded_size([_byte_part(raw, payload)])
 
 
 def _byte_parts(raw):
@@ -267,7 +290,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
             payload = _try_model(codec, block)
             if payload is not None:
                 best = k
-                if track is None and wbytes == 0 and _byte_estimate(block) < TRACK_RATIO * len(payload):
+                if track is None and wbytes == 0 and _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
                     track = _ByteParts(raw)
                 if len(payload) > BYTE_TRY_RATIO * len(F.lzma_compress(block, 1)):
                     best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))

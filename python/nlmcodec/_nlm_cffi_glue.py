@@ -171,10 +171,12 @@ class ByteCoder:
     def memory(self):
         return lib.nlm_bytecoder_memory(self.b)
 
-    def encode_block(self, data, run_size):
-        r = lib.nlm_bytecoder_encode(self.b, ffi.from_buffer(data), len(data), run_size)
+    def encode_block(self, data, run_size, cap=0):
+        r = lib.nlm_bytecoder_encode(self.b, ffi.from_buffer(data), len(data), run_size, cap)
         if r < 0:
             return int(r)
+        if r == 0:
+            return None
         olen = ffi.new("size_t*")
         o = lib.nlm_bytecoder_output(self.b, olen)
         return bytes(ffi.buffer(o, olen[0]))

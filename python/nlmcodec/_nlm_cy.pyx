@@ -57,7 +57,7 @@ cdef extern from "nlm.h" nogil:
     void nlm_bytecoder_free(NlmByteCoder* b)
     int nlm_bytecoder_reset(NlmByteCoder* b)
     size_t nlm_bytecoder_memory(const NlmByteCoder* b)
-    int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size)
+    int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap)
     const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* length)
     int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
 
@@ -274,17 +274,19 @@ cdef class ByteCoder:
     def memory(self):
         return nlm_bytecoder_memory(self.b)
 
-    def encode_block(self, const uint8_t[::1] data, uint64_t run_size):
-        """Payload bytes, or a negative error code."""
+    def encode_block(self, const uint8_t[::1] data, uint64_t run_size, uint64_t cap=0):
+        """Payload bytes, None when cap > 0 and the payload is cap bytes or more, or a negative error code."""
         cdef size_t n = data.shape[0]
         cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
         cdef int64_t r
         cdef size_t olen = 0
         cdef const uint8_t* o
         with nogil:
-            r = nlm_bytecoder_encode(self.b, src, n, run_size)
+            r = nlm_bytecoder_encode(self.b, src, n, run_size, cap)
         if r < 0:
             return int(r)
+        if r == 0:
+            return None
         o = nlm_bytecoder_output(self.b, &olen)
         return o[:olen]
 
