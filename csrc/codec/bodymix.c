@@ -19,6 +19,7 @@
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/bodymix.h"
 #include "codec/ctxhash.h" /* mix32 */
+#include "codec/dirtyslots.h"
 
 #include <math.h> /* log2: the statistics only */
 #include <stdlib.h>
@@ -63,6 +64,10 @@ struct BodyMix {
     BmScalars s, s_saved;
     BmOrder o[2], o_saved[2];
     int saved;
+    /* the order slots written since the last save or restore (their one writer is follower_add): a save or a
+     * restore copies those slots' entries in use; all_dirty: every slot (after a reset, until the first copy) */
+    DirtySlots dirty[2];
+    int all_dirty;
 };
 
 /* k = 0: the previous token; k = 1: the previous two */
@@ -95,18 +100,20 @@ static void order_copy(BmOrder* d, const BmOrder* s) {
 BodyMix* bodymix_new(void) {
     BodyMix* b = (BodyMix*)calloc(1, sizeof *b);
     if (!b) return NULL;
-    for (int k = 0; k < 2; k++)
-        if (!order_alloc(&b->o[k], BM_K[k], BM_BITS[k])) {
+    for (int k = 0; k < 2; k++) {
+        int ok = order_alloc(&b->o[k], BM_K[k], BM_BITS[k]);
+        if (!(dirty_init(&b->dirty[k], (size_t)1 << BM_BITS[k]) && ok)) {
             bodymix_free(b);
             return NULL;
         }
+    }
     bodymix_reset(b);
     return b;
 }
 
 void bodymix_free(BodyMix* b) {
     if (!b) return;
-    for (int k = 0; k < 2; k++) order_free(&b->o[k]), order_free(&b->o_saved[k]);
+    for (int k = 0; k < 2; k++) order_free(&b->o[k]), order_free(&b->o_saved[k]), dirty_free(&b->dirty[k]);
     free(b);
 }
 
@@ -114,6 +121,29 @@ void bodymix_reset(BodyMix* b) {
     memset(&b->s, 0, sizeof b->s);
     for (int i = 0; i < BM_SETS; i++) memcpy(b->s.W[i], BM_W0, sizeof BM_W0);
     for (int k = 0; k < 2; k++) memset(b->o[k].n, 0, (size_t)1 << b->o[k].bits);
+    b->all_dirty = 1;
+}
+
+/* Make dst's orders hold src's (save: cur -> saved; restore: saved -> cur): every table when all_dirty, else
+ * the slots written since the last copy, each its check, total, count and its n entries in use (a slot's
+ * entries beyond n are never read: follower_add writes an entry before it counts it).  Then no slot is
+ * dirty. */
+static void orders_sync(BodyMix* b, BmOrder* dst, const BmOrder* src) {
+    for (int k = 0; k < 2; k++) {
+        const size_t K = (size_t)src[k].K;
+        if (!b->all_dirty)
+            for (uint32_t q = 0; q < b->dirty[k].n; q++) {
+                const size_t i = b->dirty[k].list[q];
+                const int n = src[k].n[i];
+                dst[k].check[i] = src[k].check[i], dst[k].tot[i] = src[k].tot[i], dst[k].n[i] = (uint8_t)n;
+                memcpy(dst[k].sym + i * K, src[k].sym + i * K, (size_t)n * 4);
+                memcpy(dst[k].c + i * K, src[k].c + i * K, (size_t)n);
+            }
+        else
+            order_copy(&dst[k], &src[k]);
+        dirty_clear(&b->dirty[k]);
+    }
+    b->all_dirty = 0;
 }
 
 int bodymix_save(BodyMix* b) {
@@ -121,7 +151,7 @@ int bodymix_save(BodyMix* b) {
         for (int k = 0; k < 2; k++)
             if (!order_alloc(&b->o_saved[k], BM_K[k], BM_BITS[k])) return NLM_ERR_NOMEM;
     b->s_saved = b->s;
-    for (int k = 0; k < 2; k++) order_copy(&b->o_saved[k], &b->o[k]);
+    orders_sync(b, b->o_saved, b->o);
     b->saved = 1;
     return 0;
 }
@@ -129,7 +159,7 @@ int bodymix_save(BodyMix* b) {
 int bodymix_restore(BodyMix* b) {
     if (!b->saved) return NLM_ERR_STATE;
     b->s = b->s_saved;
-    for (int k = 0; k < 2; k++) order_copy(&b->o[k], &b->o_saved[k]);
+    orders_sync(b, b->o, b->o_saved);
     return 0;
 }
 
@@ -148,8 +178,9 @@ static int32_t order_find(const BmOrder* o, uint32_t h) {
     return o->n[i] && o->check[i] == h ? (int32_t)i : -1;
 }
 
-static void follower_add(BmOrder* o, uint32_t h, uint32_t sym) {
+static void follower_add(BmOrder* o, DirtySlots* dirty, uint32_t h, uint32_t sym) {
     const size_t i = h >> (32 - o->bits), K = (size_t)o->K;
+    dirty_add(dirty, i); /* for the next save/restore */
     uint32_t* ss = o->sym + i * K;
     uint8_t* cs = o->c + i * K;
     if (!o->n[i] || o->check[i] != h) o->check[i] = h, o->n[i] = 0, o->tot[i] = 0; /* a new context */
@@ -187,7 +218,7 @@ void bodymix_push(BodyMix* b, int sym, int newsym, uint32_t id) {
     BmScalars* s = &b->s;
     if (sym >= 0) {
         for (int k = 0; k < 2; k++)
-            if (s->npushed >= (uint32_t)k + 1) follower_add(&b->o[k], ctx_hash(s, k), (uint32_t)sym);
+            if (s->npushed >= (uint32_t)k + 1) follower_add(&b->o[k], &b->dirty[k], ctx_hash(s, k), (uint32_t)sym);
         recent_add(s, (uint32_t)sym);
         if (sym == 0) recent_add(s, (uint32_t)newsym);
         if (s->rtot > BM_RL) { /* halve, rounding down, dropping the zeros, the others keeping their order */

@@ -16,6 +16,7 @@
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokcache.h"
 #include "codec/ctxhash.h" /* mix32 */
+#include "codec/dirtyslots.h"
 #include "common/bigalloc.h" /* the follower lists: huge pages where offered */
 #include "kernels/kern.h"   /* kern_weigh, kern_weigh_acc, kern_sum_u32 */
 
@@ -73,9 +74,7 @@ struct TokCache {
     /* the order slots written since the last save or restore (their only writer is follower_add), so a save or
      * a restore copies those slots' entries in use instead of both tables (12 MB); all_dirty: every slot
      * (after a reset, and until the first copy) */
-    uint8_t* dmark[2];  /* [S] */
-    uint32_t* dlist[2]; /* [S] */
-    uint32_t nd[2];
+    DirtySlots dirty[2];
     int all_dirty;
 };
 
@@ -120,9 +119,7 @@ TokCache* tokcache_new(int V, int C, const int32_t* class_start) {
     int ok = t->cls_of && t->cnt1 && t->cls1 && t->mass && C <= 65536;
     for (int k = 0; k < 2 && ok; k++) {
         ok = order_alloc(&t->o[k], TC_K[k], TC_BITS[k]);
-        t->dmark[k] = (uint8_t*)calloc((size_t)1 << TC_BITS[k], 1);
-        t->dlist[k] = (uint32_t*)malloc(sizeof(uint32_t) << TC_BITS[k]);
-        ok = ok && t->dmark[k] && t->dlist[k];
+        ok = dirty_init(&t->dirty[k], (size_t)1 << TC_BITS[k]) && ok;
     }
     if (!ok) {
         tokcache_free(t);
@@ -138,7 +135,7 @@ void tokcache_free(TokCache* t) {
     if (!t) return;
     free(t->cls_of), free(t->cnt1), free(t->cls1), free(t->mass);
     free(t->cnt1_saved), free(t->cls1_saved);
-    for (int k = 0; k < 2; k++) order_free(&t->o[k]), order_free(&t->o_saved[k]), free(t->dmark[k]), free(t->dlist[k]);
+    for (int k = 0; k < 2; k++) order_free(&t->o[k]), order_free(&t->o_saved[k]), dirty_free(&t->dirty[k]);
     free(t);
 }
 
@@ -162,8 +159,8 @@ static void orders_sync(TokCache* t, TcOrder* dst, const TcOrder* src) {
     for (int k = 0; k < 2; k++) {
         const size_t K = (size_t)src[k].K;
         if (!t->all_dirty)
-            for (uint32_t q = 0; q < t->nd[k]; q++) {
-                const size_t i = t->dlist[k][q];
+            for (uint32_t q = 0; q < t->dirty[k].n; q++) {
+                const size_t i = t->dirty[k].list[q];
                 const int n = src[k].n[i];
                 dst[k].check[i] = src[k].check[i], dst[k].tot[i] = src[k].tot[i], dst[k].n[i] = (uint8_t)n;
                 memcpy(dst[k].w + i * K, src[k].w + i * K, (size_t)n * 4);
@@ -171,8 +168,7 @@ static void orders_sync(TokCache* t, TcOrder* dst, const TcOrder* src) {
             }
         else
             order_copy(&dst[k], &src[k]);
-        for (uint32_t q = 0; q < t->nd[k]; q++) t->dmark[k][t->dlist[k][q]] = 0;
-        t->nd[k] = 0;
+        dirty_clear(&t->dirty[k]);
     }
     t->all_dirty = 0;
 }
@@ -373,7 +369,7 @@ void tokcache_push(TokCache* t, int32_t w, uint32_t id) {
         if (s->npushed >= (uint32_t)k + 1) {
             const uint32_t h = ctx_hash(s, k);
             const size_t i = slot_of(&t->o[k], h);
-            if (!t->dmark[k][i]) t->dmark[k][i] = 1, t->dlist[k][t->nd[k]++] = (uint32_t)i; /* for the next save/restore */
+            dirty_add(&t->dirty[k], i); /* for the next save/restore */
             follower_add(&t->o[k], i, h, (uint32_t)w);
         }
     s->prev2 = s->prev1, s->prev1 = id;

@@ -34,8 +34,8 @@
  * position (sp_dist) as one more input of its mix; the PPM is updated as before.
  *
  * Tables: a hash of contexts (64-bit key = order << 40 | last o symbols, 9 bits each; open addressing, linear
- * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that save,
- * restore and reset are memcpy.
+ * probing) with a linked list of (symbol, count) entries in a pool, both flat arrays so that a reset is a
+ * memcpy, and a save or a restore copies the 64-byte chunks written since the last one (pstate_sync).
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "speller/speller.h"
@@ -79,6 +79,13 @@ typedef struct {
     uint32_t pcap, pused;
     uint32_t gap[7][7]; /* [previous: 0..5 byte, 6 start][symbol: 0..5 byte, 6 END] */
     uint32_t o0[NSYM];  /* the order-0 context's counts by symbol (0: absent), a dense copy for sp_dist */
+    /* The working tables only (speller_save / speller_restore): which 64-byte chunks of ctx and pool were
+     * written since the tables and their snapshot were last made equal, so that the next save or restore
+     * copies those chunks, not megabytes.  NULL until the first such copy; a write outside them, or a grown
+     * ctx, sets dirty_all (the next one copies everything). */
+    uint64_t *cdirty, *pdirty;
+    uint32_t cdwords, pdwords;
+    int dirty_all;
 } PState;
 
 typedef struct {
@@ -101,6 +108,8 @@ struct Speller {
     int saved_primed;     /* the snapshot is of the primed tables: saved was not made */
     Cache cache, cache_saved;
     int has_saved;
+    int synced;           /* saved and cur were made equal by the last save or restore, and only cur has
+                             changed since, in the chunks its dirty maps mark */
     uint32_t f[NSYM + 1]; /* scratch: frequencies of one PPM level, [NSYM] = escape */
 };
 
@@ -109,6 +118,8 @@ struct Speller {
 static void pstate_free(PState* p) {
     free(p->ctx);
     free(p->pool);
+    free(p->cdirty);
+    free(p->pdirty);
     memset(p, 0, sizeof *p);
 }
 
@@ -150,6 +161,82 @@ static int pstate_copy(PState* d, const PState* s) {
     return 0;
 }
 
+/* ---- the chunks written since the last save / restore (speller_save) ---- */
+#define CHUNK_SHIFT 6 /* 64-byte chunks: a block's spelled words write a few thousand places all over the
+                        * tables, so 4 KiB chunks were nearly all dirty (measured: 0.66 ms a save, 64 bytes ~0.2) */
+
+static inline void mark_bytes(PState* p, uint64_t* map, uint32_t words, size_t off, size_t n) {
+    if (!map) return; /* not tracked (the primed tables; the working ones before their first snapshot) */
+    for (size_t k = off >> CHUNK_SHIFT; k <= (off + n - 1) >> CHUNK_SHIFT; k++) {
+        if ((k >> 6) >= words) {
+            p->dirty_all = 1;
+            return;
+        }
+        map[k >> 6] |= (uint64_t)1 << (k & 63);
+    }
+}
+static inline void mark_ctx(PState* p, const PCtx* c) {
+    mark_bytes(p, p->cdirty, p->cdwords, (size_t)(c - p->ctx) * sizeof *c, sizeof *c);
+}
+static inline void mark_sym(PState* p, int32_t i) {
+    mark_bytes(p, p->pdirty, p->pdwords, (size_t)i * sizeof(PSym), sizeof(PSym));
+}
+
+/* Maps covering p's ctx and pool as they are now, all clear. */
+static int dirty_clear(PState* p) {
+    uint32_t cw = (uint32_t)((((size_t)p->ccap * sizeof(PCtx) >> CHUNK_SHIFT) + 64) >> 6);
+    uint32_t pw = (uint32_t)((((size_t)p->pcap * sizeof(PSym) >> CHUNK_SHIFT) + 64) >> 6);
+    if (cw > p->cdwords) {
+        uint64_t* m = (uint64_t*)realloc(p->cdirty, cw * 8);
+        if (!m) return NLM_ERR_NOMEM;
+        p->cdirty = m, p->cdwords = cw;
+    }
+    if (pw > p->pdwords) {
+        uint64_t* m = (uint64_t*)realloc(p->pdirty, pw * 8);
+        if (!m) return NLM_ERR_NOMEM;
+        p->pdirty = m, p->pdwords = pw;
+    }
+    memset(p->cdirty, 0, (size_t)p->cdwords * 8);
+    memset(p->pdirty, 0, (size_t)p->pdwords * 8);
+    p->dirty_all = 0;
+    return 0;
+}
+
+/* Copy the marked chunks of [0, n) bytes from s to d. */
+static void copy_marked(uint8_t* d, const uint8_t* s, size_t n, const uint64_t* map, uint32_t words) {
+    for (uint32_t w = 0; w < words; w++)
+        for (uint64_t b = map[w]; b; b &= b - 1) {
+            size_t k = (size_t)w * 64 + (size_t)__builtin_ctzll(b), o = k << CHUNK_SHIFT;
+            if (o >= n) return;
+            memcpy(d + o, s + o, (n - o) < ((size_t)1 << CHUNK_SHIFT) ? n - o : (size_t)1 << CHUNK_SHIFT);
+        }
+}
+
+/* d := s, where d and s were equal at the last sync and since then only cur (d or s) changed, in the chunks
+ * its maps mark (incremental), or everything (full: not synced, ctx grown, or a write outside the maps).
+ * Afterwards the two are equal again and cur's maps are clear. */
+static int pstate_sync(PState* d, const PState* s, PState* cur, int synced) {
+    if (!synced || cur->dirty_all || !cur->cdirty || d->ccap != s->ccap) {
+        int err = pstate_copy(d, s);
+        return err ? err : dirty_clear(cur);
+    }
+    if (d->pcap < s->pused) {
+        PSym* q = (PSym*)realloc(d->pool, s->pcap * sizeof *q);
+        if (!q) return NLM_ERR_NOMEM;
+        d->pool = q;
+        d->pcap = s->pcap;
+    }
+    copy_marked((uint8_t*)d->ctx, (const uint8_t*)s->ctx, (size_t)s->ccap * sizeof *s->ctx, cur->cdirty,
+                cur->cdwords);
+    copy_marked((uint8_t*)d->pool, (const uint8_t*)s->pool, (size_t)s->pused * sizeof *s->pool, cur->pdirty,
+                cur->pdwords);
+    d->cused = s->cused;
+    d->pused = s->pused;
+    memcpy(d->gap, s->gap, sizeof d->gap);
+    memcpy(d->o0, s->o0, sizeof d->o0);
+    return dirty_clear(cur);
+}
+
 /* The working tables.  A fresh or reset speller works on the primed tables themselves until its first update
  * (cur_primed): the copy into cur (megabytes for a default model) is made then, by make_cur, so a context
  * that spells nothing never copies them, and a reset or a save of an unchanged speller copies nothing.  The
@@ -158,6 +245,7 @@ static const PState* cur_state(const Speller* s) { return s->cur_primed ? s->pri
 
 static int make_cur(Speller* s) {
     if (!s->cur_primed) return 0;
+    s->synced = 0; /* cur is remade: the snapshot is no longer its earlier self */
     int err = pstate_copy(&s->cur, s->primed);
     if (!err) s->cur_primed = 0;
     return err;
@@ -225,6 +313,7 @@ static int ctx_grow(PState* p) {
     free(p->ctx);
     p->ctx = nc;
     p->ccap = ncap;
+    p->dirty_all = 1; /* every entry moved */
     return 0;
 }
 
@@ -240,6 +329,7 @@ static PCtx* ctx_get(PState* p, uint64_t key, int* err) {
     c->total = 0;
     c->distinct = 0;
     p->cused++;
+    mark_ctx(p, c);
     return c;
 }
 
@@ -294,15 +384,19 @@ static int ctx_add(PState* p, PCtx* c, int sym, uint32_t inc, int32_t idx, int32
         p->pool[prev].next = p->pool[idx].next;
         p->pool[idx].next = c->head;
         c->head = idx;
+        mark_sym(p, prev);
     }
     p->pool[idx].cnt += inc;
     c->total += inc;
+    mark_sym(p, idx);
+    mark_ctx(p, c);
     const int order0 = c->key == 1; /* key + 1 of the order-0 context (key 0) */
     if (order0) p->o0[sym] = p->pool[idx].cnt;
     if (c->total > SPELL_LIMIT) {
         uint32_t tot = 0;
         for (int32_t t = c->head; t >= 0; t = p->pool[t].next) {
             p->pool[t].cnt = (p->pool[t].cnt + 1) / 2;
+            mark_sym(p, t);
             tot += p->pool[t].cnt;
             if (order0) p->o0[p->pool[t].sym] = p->pool[t].cnt;
         }
@@ -719,6 +813,7 @@ void speller_free(Speller* s) {
 
 void speller_reset(Speller* s) {
     s->cur_primed = 1; /* back to the primed tables; cur is made again from them at the first update */
+    s->synced = 0;
     cache_clear(&s->cache);
     if (s->kind == SPELLER_CM) cm_reset(s->cm);
 }
@@ -736,7 +831,8 @@ int speller_set_kind(Speller* s, int kind) {
 
 int speller_save(Speller* s) {
     s->saved_primed = s->cur_primed;
-    int err = s->cur_primed ? 0 : pstate_copy(&s->saved, &s->cur);
+    int err = s->cur_primed ? 0 : pstate_sync(&s->saved, &s->cur, &s->cur, s->synced);
+    s->synced = !s->cur_primed && !err;
     if (!err) err = cache_copy(&s->cache_saved, &s->cache);
     if (!err && s->kind == SPELLER_CM) {
         if (!s->cm_saved && !(s->cm_saved = cm_new_speller(&err))) err = err < 0 ? err : NLM_ERR_NOMEM;
@@ -750,7 +846,8 @@ int speller_restore(Speller* s) {
     if (!s->has_saved) return NLM_ERR_STATE;
     int err = 0;
     if (s->saved_primed) s->cur_primed = 1;
-    else if (!(err = pstate_copy(&s->cur, &s->saved))) s->cur_primed = 0;
+    else if (!(err = pstate_sync(&s->cur, &s->saved, &s->cur, s->synced && !s->cur_primed))) s->cur_primed = 0;
+    s->synced = !s->cur_primed && !err;
     if (!err) err = cache_copy(&s->cache, &s->cache_saved);
     if (!err && s->kind == SPELLER_CM) err = s->cm_saved ? cm_copy(s->cm, s->cm_saved) : NLM_ERR_STATE;
     return err;
