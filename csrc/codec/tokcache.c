@@ -17,7 +17,6 @@
 #include "codec/tokcache.h"
 #include "codec/ctxhash.h" /* mix32 */
 #include "codec/dirtyslots.h"
-#include "common/bigalloc.h" /* the follower lists: huge pages where offered */
 #include "kernels/kern.h"   /* kern_weigh, kern_weigh_acc, kern_sum_u32 */
 
 #include <stdlib.h>
@@ -87,8 +86,8 @@ static int order_alloc(TcOrder* o, int K, int bits) {
     o->check = (uint32_t*)malloc(S * 4);
     o->tot = (uint16_t*)malloc(S * 2);
     o->n = (uint8_t*)malloc(S);
-    o->w = (uint32_t*)nlm_big_alloc(S * (size_t)K * 4);
-    o->c = (uint16_t*)nlm_big_alloc(S * (size_t)K * 2);
+    o->w = (uint32_t*)malloc(S * (size_t)K * 4);
+    o->c = (uint16_t*)malloc(S * (size_t)K * 2);
     return o->check && o->tot && o->n && o->w && o->c;
 }
 
@@ -96,7 +95,7 @@ static int order_alloc(TcOrder* o, int K, int bits) {
 static size_t slot_of(const TcOrder* o, uint32_t h) { return h >> (32 - o->bits); }
 
 static void order_free(TcOrder* o) {
-    free(o->check), free(o->tot), free(o->n), nlm_big_free(o->w), nlm_big_free(o->c);
+    free(o->check), free(o->tot), free(o->n), free(o->w), free(o->c);
 }
 
 static void order_copy(TcOrder* dst, const TcOrder* src) {
