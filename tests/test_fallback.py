@@ -341,3 +341,26 @@ def test_snapshots_of_spelling_state_are_exact(default_model, adapt):
         assert c.encode_block(b) == fresh.encode_block(b)
     st = c.stats()
     assert st["cache_hits"] > 100, st      # the spelling cache and its mixer were in play
+
+
+@pytest.mark.parametrize("kind", ["english", "log", "random", "zeros"])
+def test_the_lzma_yardstick_stops_early_with_the_same_answer(kind):
+    """_encode._lzma1_decides codes lzma preset 1 only until the answer is settled; its answer is the full
+    yardstick's for every bound around the size, and the stream cut into pieces is the one-shot stream."""
+    import lzma
+    import random
+
+    from nlmcodec import _frame
+
+    r = random.Random(5)
+    data = {"english": (short_text(200000) * 3)[:300000],
+            "log": b"".join(b"10.0.0.%d GET /p/%d 200\n" % (r.randrange(256), r.randrange(999)) for _ in range(12000)),
+            "random": bytes(r.randrange(256) for _ in range(200000)),
+            "zeros": bytes(200000)}[kind]
+    full = _frame.lzma_compress(data, 1)
+    c = lzma.LZMACompressor(format=lzma.FORMAT_RAW, filters=_frame.lzma_filters(len(data), 1))
+    assert b"".join(c.compress(data[p:p + 7000]) for p in range(0, len(data), 7000)) + c.flush() == full
+    n = len(full)
+    for size in sorted({1, n // 2, int(0.7 * n) - 1, int(0.7 * n), int(0.7 * n) + 1, n, 2 * n}):
+        assert _encode._lzma1_decides(data, lambda m: size > 0.7 * m) == (size > 0.7 * n), size
+        assert _encode._lzma1_decides(data, lambda m: 5 * size > 4 * m) == (5 * size > 4 * n), size

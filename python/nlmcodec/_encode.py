@@ -68,6 +68,7 @@ PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
 PROBE_BYTE_MARGIN = 0.95      # ... and at most this x the byte model's bytes (dev: benchmarks/probe_dev.md)
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
+LZMA_PIECE = 64 << 10         # input bytes between two looks at the preset-1 yardstick's output (speed only)
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
 
 # bytes that count as binary: the C0 controls other than the whitespace controls, and DEL
@@ -147,7 +148,7 @@ def _probe(codec, buf, pos: int):
 def _probe_says_model(codec, buf, pos: int) -> bool:
     """Speed heuristic (see the module docstring)."""
     probe, payload = _probe(codec, buf, pos)
-    return payload is not None and len(payload) <= PROBE_RATIO * len(F.lzma_compress(probe, 1)) and \
+    return payload is not None and not _lzma1_decides(probe, lambda n: len(payload) > PROBE_RATIO * n) and \
         _byte_parts_reach(probe, len(payload) + F.BLOCK_CHECK_SIZE, PROBE_BYTE_MARGIN)
 
 
@@ -189,6 +190,20 @@ def _byte_ahead(track, wbytes: int, wsize: int, ratio: float) -> bool:
     model's bits per byte on its blocks so far (wsize coded bytes for wbytes input bytes)."""
     track.advance(EARLY_MIN)
     return track.size * wbytes < ratio * wsize * track.pos
+
+
+def _lzma1_decides(raw, holds) -> bool:
+    """holds(size of lzma preset 1 of raw), for a size bound: a test that, once false, stays false for every
+    larger size.  The yardstick is coded only until its output so far (which never shrinks, and is the same
+    however the input is cut into pieces) makes the test false; an lzma2 stream emits a chunk per 64 KiB of
+    output at most, so a large group often stops before its end."""
+    c = lzma.LZMACompressor(format=lzma.FORMAT_RAW, filters=F.lzma_filters(len(raw), 1))
+    out = 0
+    for p in range(0, len(raw), LZMA_PIECE):
+        out += len(c.compress(raw[p:p + LZMA_PIECE]))
+        if not holds(out):
+            return False
+    return holds(out + len(c.flush()))
 
 
 def _byte_part(block, payload) -> tuple:
@@ -236,7 +251,8 @@ def _plain(raw, bm=None):
     bm = _byte_parts(raw) if bm is None else bm
     if _coded_size(bm) < STORED_MARGIN * _coded_size(best):     # incompressible data stays stored (fast)
         best = bm
-    if len(raw) <= F.MAX_LZMA_BLOCK and 5 * _coded_size(best) > 4 * len(F.lzma_compress(raw, 1)):
+    size = _coded_size(best)
+    if len(raw) <= F.MAX_LZMA_BLOCK and _lzma1_decides(raw, lambda n: 5 * size > 4 * n):
         lz = [(F.BLOCK_LZMA, len(raw), F.lzma_compress(raw, LZMA_PRESET))]
         if len(lz[0][2]) < len(raw) and _coded_size(lz) < _coded_size(best):   # LZMA2's raw chunks never
             best = lz                                                          # replace stored blocks
@@ -292,7 +308,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
                 best = k
                 if track is None and wbytes == 0 and _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
                     track = _ByteParts(raw)
-                if len(payload) > BYTE_TRY_RATIO * len(F.lzma_compress(block, 1)):
+                if _lzma1_decides(block, lambda n: len(payload) > BYTE_TRY_RATIO * n):
                     best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
                     if track is None:
                         track = _ByteParts(raw)
@@ -327,7 +343,8 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     if run:
         parts += _plain(raw[run[0][0]:])
     mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
-    if mixed or track is not None or _coded_size(parts) > BYTE_TRY_RATIO * len(F.lzma_compress(raw, 1)):
+    size = _coded_size(parts)
+    if mixed or track is not None or _lzma1_decides(raw, lambda n: size > BYTE_TRY_RATIO * n):
         alt = _plain(raw, track.finish() if track is not None else None)
         if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
             return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour

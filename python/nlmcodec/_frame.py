@@ -189,9 +189,13 @@ def lzma_dict_size(size: int) -> int:
     return d
 
 
+def lzma_filters(size: int, preset: int) -> list:
+    """The filter chain of an lzma block of `size` original bytes (and of the encoder's lzma yardsticks)."""
+    return [{"id": lzma.FILTER_LZMA2, "preset": preset, "dict_size": lzma_dict_size(size)}]
+
+
 def lzma_compress(data, preset: int) -> bytes:
-    filters = [{"id": lzma.FILTER_LZMA2, "preset": preset, "dict_size": lzma_dict_size(len(data))}]
-    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=filters)
+    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=lzma_filters(len(data), preset))
 
 
 class LzmaBlockReader:
