@@ -60,6 +60,13 @@ static int start_run(NlmByteCoder* b, int s) {
 /* Bytes coded between two checks of a capped encode (a speed setting: the payload does not depend on it). */
 #define CAP_CHUNK 4096
 
+/* A capped encode whose payload reached its cap: no payload, the run ended. */
+static int64_t at_cap(NlmByteCoder* b) {
+    nlm_bytecoder_reset(b);
+    b->out_len = 0;
+    return 0;
+}
+
 int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap) {
     int s = 0, err = 0;
     if (run_size) {
@@ -77,22 +84,14 @@ int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
     for (size_t i = 0; i < n && !err; i += CAP_CHUNK) {
         size_t k = n - i < CAP_CHUNK ? n - i : CAP_CHUNK;
         err = cm_code(b->m, &b->rc, (uint8_t*)src + i, k);
-        if (!err && cap && 1 + b->rc.enc.len + b->rc.enc.pending >= cap) {
-            nlm_bytecoder_reset(b);
-            b->out_len = 0;
-            return 0;
-        }
+        if (!err && cap && 1 + b->rc.enc.len + b->rc.enc.pending >= cap) return at_cap(b);
     }
     if (!err) err = rc_enc_finish(&b->rc.enc);
     if (err) {
         nlm_bytecoder_reset(b); /* the run's state is undefined after an error */
         return err == NLM_ERR_CORRUPT ? NLM_ERR_STATE : err;
     }
-    if (cap && 1 + b->rc.enc.len >= cap) {
-        nlm_bytecoder_reset(b);
-        b->out_len = 0;
-        return 0;
-    }
+    if (cap && 1 + b->rc.enc.len >= cap) return at_cap(b);
     size_t need = 1 + b->rc.enc.len;
     if (need > b->out_cap) {
         uint8_t* o = (uint8_t*)realloc(b->out, need);

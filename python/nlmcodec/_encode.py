@@ -254,8 +254,8 @@ def _plain(raw, bm=None):
     size = _coded_size(best)
     if len(raw) <= F.MAX_LZMA_BLOCK and _lzma1_decides(raw, lambda n: 5 * size > 4 * n):
         lz = [(F.BLOCK_LZMA, len(raw), F.lzma_compress(raw, LZMA_PRESET))]
-        if len(lz[0][2]) < len(raw) and _coded_size(lz) < _coded_size(best):   # LZMA2's raw chunks never
-            best = lz                                                          # replace stored blocks
+        if len(lz[0][2]) < len(raw) and _coded_size(lz) < size:   # LZMA2's raw chunks never
+            best = lz                                              # replace stored blocks
     return best
 
 
@@ -346,7 +346,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     size = _coded_size(parts)
     if mixed or track is not None or _lzma1_decides(raw, lambda n: size > BYTE_TRY_RATIO * n):
         alt = _plain(raw, track.finish() if track is not None else None)
-        if _coded_size(alt) < _coded_size(parts) + (F.MODEL_ID_SIZE if single else 0):
+        if _coded_size(alt) < size + (F.MODEL_ID_SIZE if single else 0):
             return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
     return serialize(parts), used, None
 
