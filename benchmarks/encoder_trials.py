@@ -3,7 +3,8 @@
     python benchmarks/encoder_trials.py [--file book1] [--runs 3] [--out benchmarks/encoder_trials.md]
 
 The encoder (python/nlmcodec/_encode.py, its policy in codec/FORMAT.md §7.4) codes each block with the word
-model and keeps it only when it beats its yardsticks: lzma preset 1 of the block and of the group, a fresh byte
+model and keeps it only when it beats its yardsticks: lzma preset 1 of the block and of the group (unless a
+zlib level-1 screen already settles it), a fresh byte
 model on the group's first block and on the probe, a snapshot before each block for the rollback, and a 16 KB
 probe coded by the word model every 16 blocks.  The decoder repeats none of them.  This runs compress() of one
 file in one process (the model loaded and one warm-up run first), under cProfile, and sums the time of each
@@ -27,10 +28,11 @@ import nlmcodec  # noqa: E402
 from nlmcodec._bench import read_file  # noqa: E402
 
 LZMA_CALLS = ("<method 'compress' of '_lzma.LZMACompressor' objects>",
-              "<method 'flush' of '_lzma.LZMACompressor' objects>")
+              "<method 'flush' of '_lzma.LZMACompressor' objects>",
+              "<built-in method zlib.compress>")          # the zlib -1 screen in front of the yardstick
 ROWS = ["word model: the blocks and the probe (_core.Codec.encode_block)",
         "byte model: first-block estimate, probe (_core.ByteCoder.encode_block)",
-        "lzma: preset 1 of each block, the probe, the group (and -9e where tried)",
+        "lzma: preset 1 of each block, the probe, the group (and -9e where tried); zlib -1 screen",
         "snapshots (_core.Codec.save / restore)"]
 
 

@@ -364,3 +364,34 @@ def test_the_lzma_yardstick_stops_early_with_the_same_answer(kind):
     for size in sorted({1, n // 2, int(0.7 * n) - 1, int(0.7 * n), int(0.7 * n) + 1, n, 2 * n}):
         assert _encode._lzma1_decides(data, lambda m: size > 0.7 * m) == (size > 0.7 * n), size
         assert _encode._lzma1_decides(data, lambda m: 5 * size > 4 * m) == (5 * size > 4 * n), size
+
+
+def test_the_zlib_screen_answers_as_the_yardstick_on_text():
+    """_encode._above_try_ratio (is the word model above BYTE_TRY_RATIO x lzma preset 1?) answers "no" without
+    the lzma yardstick when the size is at most SCREEN_RATIO x zlib level 1.  On English, where zlib -1 is
+    well under BYTE_TRY_RATIO / SCREEN_RATIO x lzma -1, that is the yardstick's answer for every size.  Where
+    zlib -1 is far above lzma -1 (a repeat beyond deflate's 32 KiB window) the screen may say "no" when the
+    yardstick says "yes", but only for sizes at most SCREEN_RATIO x zlib -1: the word model is then still at
+    most half of zlib -1."""
+    import zlib
+
+    from nlmcodec import _frame
+
+    def sizes(n, z):   # every size around both thresholds
+        marks = (int(_encode.BYTE_TRY_RATIO * n), int(_encode.SCREEN_RATIO * z))
+        return sorted({max(1, m + d) for m in marks for d in (-2, -1, 0, 1, 2)} | {1, n, z})
+
+    text = cc.read(cc.find("alice29.txt"))
+    for p in range(0, len(text), 65536):
+        block = text[p:p + 65536]
+        z, n = len(zlib.compress(block, 1)), len(_frame.lzma_compress(block, 1))
+        assert z < _encode.BYTE_TRY_RATIO / _encode.SCREEN_RATIO * n, (p, z, n)
+        for size in sizes(n, z):
+            assert _encode._above_try_ratio(block, size, z) == (size > _encode.BYTE_TRY_RATIO * n), (p, size)
+
+    half = word_salad(8000, seed=3)[:40000]        # repeated at a distance over 32 KiB: lzma sees it, zlib not
+    data = half + half
+    z, n = len(zlib.compress(data, 1)), len(_frame.lzma_compress(data, 1))
+    assert z > _encode.BYTE_TRY_RATIO / _encode.SCREEN_RATIO * n, (z, n)
+    differ = [s for s in sizes(n, z) if _encode._above_try_ratio(data, s, z) != (s > _encode.BYTE_TRY_RATIO * n)]
+    assert differ and all(s <= _encode.SCREEN_RATIO * z for s in differ), differ

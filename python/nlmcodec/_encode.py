@@ -11,7 +11,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   tried on is cut again before its token MAX_MODEL_TOKENS (format 7: the bound on a block, §3.5).  Per block the word model is
   tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
   when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
-  block (counting the 32-byte model id in a one-group frame); otherwise the codec is restore()d, so its
+  block (counting the 32-byte model id in a one-group frame; "clearly ahead" without coding lzma preset 1
+  when at most SCREEN_RATIO x zlib level 1: _above_try_ratio); otherwise the codec is restore()d, so its
   state is what the decoder will have.  No save() where it would copy the state for nothing: right after a
   probe (its restore() left a snapshot of this very state, and a snapshot outlives restores) and before the
   group's last block (nothing reads the state after it: the next group starts with reset()).
@@ -29,8 +30,8 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
   smaller than stored blocks (incompressible data stays stored: it decodes at memory speed).  A group that
   mixes the kinds, that the byte model was coding alongside, or whose word-model blocks exceed
-  BYTE_TRY_RATIO x lzma preset 1 of the whole group, is also tried plain as a whole, and the smaller coding
-  is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
+  BYTE_TRY_RATIO x lzma preset 1 of the whole group (with the same zlib screen), is also tried plain as a
+  whole, and the smaller coding is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
   bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
 * Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
   word model codes the next PROBE_SIZE bytes without adapting (set_frozen: static-mode speed in either mode)
@@ -56,6 +57,7 @@ BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, code
 BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format-4 limit)
 STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
+SCREEN_RATIO = 0.5            # speed only: at most this x zlib -1 counts as below BYTE_TRY_RATIO x lzma -1 (_above_try_ratio)
 EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
 EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.079x)
@@ -206,6 +208,20 @@ def _lzma1_decides(raw, holds) -> bool:
     return holds(out + len(c.flush()))
 
 
+def _above_try_ratio(raw, size: int, zsize: int) -> bool:
+    """size > BYTE_TRY_RATIO x lzma preset 1 of raw: the word model, `size` bytes on raw, is not clearly ahead.
+    Speed only: a size at most SCREEN_RATIO x zsize (zlib level 1 of raw, or the sum over raw's blocks) counts
+    as clearly ahead without the lzma yardstick, which costs about six times as much.  It can answer
+    otherwise only where zlib -1 is over BYTE_TRY_RATIO / SCREEN_RATIO = 1.4 x lzma -1 (a repeat beyond
+    deflate's 32 KiB window), and then the word model is still at most half of zlib -1; on dev text zlib -1
+    is at most 1.305 x lzma -1, so dev's frames are the yardstick's (benchmarks/yardstick_dev.md)."""
+    return size > SCREEN_RATIO * zsize and _lzma1_decides(raw, lambda n: size > BYTE_TRY_RATIO * n)
+
+
+def _zlib1_size(raw) -> int:
+    return len(zlib.compress(raw, 1))
+
+
 def _byte_part(block, payload) -> tuple:
     """The part of a byte-model block whose payload is `payload`: stored when that would exceed its size."""
     if len(payload) > len(block):
@@ -290,6 +306,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
+    zsum = 0                          # zlib -1 of the blocks the word model was tried on
     for i, (pos, k) in enumerate(_model_pieces(raw)):
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt("compression cancelled")
@@ -308,7 +325,9 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
                 best = k
                 if track is None and wbytes == 0 and _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
                     track = _ByteParts(raw)
-                if _lzma1_decides(block, lambda n: len(payload) > BYTE_TRY_RATIO * n):
+                zsize = _zlib1_size(block)
+                zsum += zsize
+                if _above_try_ratio(block, len(payload), zsize):
                     best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
                     if track is None:
                         track = _ByteParts(raw)
@@ -344,7 +363,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
         parts += _plain(raw[run[0][0]:])
     mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
     size = _coded_size(parts)
-    if mixed or track is not None or _lzma1_decides(raw, lambda n: size > BYTE_TRY_RATIO * n):
+    if mixed or track is not None or _above_try_ratio(raw, size, zsum):   # not mixed: zsum covers raw
         alt = _plain(raw, track.finish() if track is not None else None)
         if _coded_size(alt) < size + (F.MODEL_ID_SIZE if single else 0):
             return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
