@@ -13,7 +13,7 @@ Texts: dev/*.jsonl.xz, per source (gutenberg, python-peps, python-docs) its docu
 --per-source bytes, one compress() each (the tuning set); ood/ and the Calgary and Canterbury files are
 reported only, never tuned on.
 
-    python benchmarks/yardstick_dev.py [--per-source 4000000] [--modes static,dynamic] [--out benchmarks/yardstick_dev.md]
+    python benchmarks/yardstick_dev.py [--per-source 4000000] [--modes static,dynamic,heads] [--out benchmarks/yardstick_dev.md]
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def record(text: bytes, adapt) -> list:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-source", type=int, default=4_000_000)
-    ap.add_argument("--modes", default="static,dynamic")
+    ap.add_argument("--modes", default="static,dynamic,heads")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     corpus = pathlib.Path(require_corpus_dir())
