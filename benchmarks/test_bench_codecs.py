@@ -1,4 +1,4 @@
-"""Compress and decompress speed of nlmcodec (static and dynamic) next to lzma, bz2 and zlib.
+"""Compress and decompress speed of nlmcodec (static, heads and dynamic) next to lzma, bz2 and zlib.
 
 One pytest-benchmark group per (direction, file), so the table shows each codec's time relative
 to the fastest on the same file.  Every benchmark asserts the round trip and records
@@ -8,7 +8,7 @@ Run explicitly: ``python -m pytest benchmarks/`` (see benchmarks/conftest.py for
 import pytest
 
 
-CODECS = ["nlmcodec-static", "nlmcodec-dynamic", "xz-9e", "xz-6", "bz2-9", "zlib-9"]
+CODECS = ["nlmcodec-static", "nlmcodec-heads", "nlmcodec-dynamic", "xz-9e", "xz-6", "bz2-9", "zlib-9"]
 ROUNDS = 3
 
 

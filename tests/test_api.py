@@ -30,10 +30,10 @@ def _sig(f):
 
 
 def test_signatures():
-    assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt=True, check=1, threads=1)"
+    assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt='heads', check=1, threads=1)"
     assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1, max_output=None)"
     assert _sig(nlmcodec.get_frame_info) == "(data)"
-    assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt=True, check=1, threads=1)"
+    assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt='heads', check=1, threads=1)"
     assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads", "max_output"]
     assert list(inspect.signature(nlmcodec.NLMDecompressor.decompress).parameters)[:3] == ["self", "data", "max_length"]
     assert nlmcodec.FrameInfo._fields == ("format_version", "adapt", "check", "model_id", "decompressed_size",
@@ -266,6 +266,11 @@ def test_heads_mode_is_its_own_coding(tiny_model):
         assert nlmcodec.decompress(v, model=tiny_model) == text
     assert nlmcodec.compress(text, model=tiny_model, adapt="dynamic") == z[True]
     assert nlmcodec.compress(text, model=tiny_model, adapt="static") == z[False]
+    # heads mode is the default of every writer (issue 11: the default dynamic mode, benchmarks/default_mode.md)
+    assert nlmcodec.compress(text, model=tiny_model) == z["heads"]
+    c = nlmcodec.NLMCompressor(model=tiny_model)
+    assert c.adapt == "heads" and c.compress(text) + c.flush() == z["heads"]
+    assert nlmcodec.get_frame_info(z["heads"]).adapt == "heads"
     for bad in ("fast", 2, None, "HEADS"):
         with pytest.raises(ValueError, match="adapt must be"):
             nlmcodec.compress(text, model=tiny_model, adapt=bad)

@@ -217,10 +217,11 @@ def test_static_mode_round_trip_and_listed(tmp_path, prose):
     assert r.returncode == 0 and r.stdout == prose.read_bytes()
 
 
-@pytest.mark.parametrize("flag, mode", [("--static", "static"), ("--heads", "heads"), (None, "dynamic")])
+@pytest.mark.parametrize("flag, mode", [("--static", "static"), ("--heads", "heads"), ("--dynamic", "dynamic"),
+                                        ("--full", "dynamic"), (None, "heads")])
 def test_each_mode_round_trips_and_is_listed(tmp_path, prose, flag, mode):
-    """--heads (heads mode, format 12) and --static are recorded in the frame, listed by -l, and decoded
-    without options; the last mode option given wins."""
+    """--static, --heads (heads mode, format 12, the default) and --dynamic are recorded in the frame, listed by
+    -l, and decoded without options; the last mode option given wins."""
     r = run([*MODEL, *([flag] if flag else []), "-c", "prose.txt"], tmp_path)
     assert r.returncode == 0, r.stderr
     (tmp_path / "m.nlm").write_bytes(r.stdout)
@@ -353,7 +354,7 @@ def test_list(tmp_path, prose):
     assert row["frames"] == 1
     assert row["compressed"] == (tmp_path / "prose.txt.nlm").stat().st_size
     assert row["uncompressed"] == prose.stat().st_size
-    assert row["mode"] == "dynamic"
+    assert row["mode"] == "heads"                # the default mode
     assert row["check"].lower() == "crc32"
     assert abs(row["bits_per_byte"] - 8 * row["compressed"] / row["uncompressed"]) < 1e-9
     rv = run(["-lv", "prose.txt.nlm"], tmp_path)
@@ -366,7 +367,7 @@ def test_list_names_bundled_models(tmp_path, prose):
     """-l shows a bundled model's name in the Model column (and beside the full id with -lv and --json)."""
     assert run([*MODEL, "prose.txt"], tmp_path).returncode == 0
     line = run(["-l", "prose.txt.nlm"], tmp_path).stdout.decode().splitlines()[1]
-    assert " dynamic  tiny " in line
+    assert line.split()[-3:-1] == ["heads", "tiny"], line          # Mode, Model (then Filename)
     row = json.loads(run(["-l", "--json", "prose.txt.nlm"], tmp_path).stdout)[0]
     assert row["model_name"] == "tiny" and row["model"] == "tiny" and len(row["model_id"]) == 64
     assert f"{row['model_id']} (tiny)" in run(["-lv", "prose.txt.nlm"], tmp_path).stdout.decode()
@@ -892,7 +893,7 @@ def test_messages_name_cli_options(tmp_path):
     # bytes), so the frame names it; with TRAIN_OPTS' 2,000 the byte model is smaller and no model is named
     opts = ["20000" if a == "2000" else a for a in TRAIN_OPTS]
     assert run(["--train", "notes.txt", "-o", "own.nlmm", *opts], tmp_path).returncode == 0
-    assert run(["-m", "own.nlmm", "notes.txt"], tmp_path).returncode == 0
+    assert run(["-m", "own.nlmm", "--dynamic", "notes.txt"], tmp_path).returncode == 0
     row = json.loads(run(["-l", "--json", "notes.txt.nlm"], tmp_path).stdout)[0]
     assert row["mode"] == "dynamic" and row["model_name"] is None and row["model"] == row["model_id"][:12]
     r = run(["-d", "-c", "notes.txt.nlm"], tmp_path)

@@ -15,11 +15,12 @@ TEXT = word_salad(600) + b"\n"
 def frames(tiny_model):
     out = {"text-static": nlmcodec.compress(TEXT, model=tiny_model, adapt=False),
            "text-dynamic": nlmcodec.compress(TEXT, model=tiny_model, adapt=True),
-           "stored": nlmcodec.compress(random.Random(5).randbytes(300), model=tiny_model)}
+           "text-heads": nlmcodec.compress(TEXT, model=tiny_model),           # the default mode
+           "stored": nlmcodec.compress(random.Random(5).randbytes(300), model=tiny_model, adapt=True)}
     return out
 
 
-@pytest.mark.parametrize("name", ["text-static", "text-dynamic", "stored"])
+@pytest.mark.parametrize("name", ["text-static", "text-dynamic", "text-heads", "stored"])
 def test_truncation_at_every_offset(frames, tiny_model, name):
     f = frames[name]
     for k in range(len(f)):
@@ -27,7 +28,7 @@ def test_truncation_at_every_offset(frames, tiny_model, name):
             nlmcodec.decompress(f[:k], model=tiny_model)
 
 
-@pytest.mark.parametrize("name", ["text-static", "text-dynamic", "stored"])
+@pytest.mark.parametrize("name", ["text-static", "text-dynamic", "text-heads", "stored"])
 def test_single_bit_flips(frames, tiny_model, name):
     f = frames[name]
     raw = nlmcodec.decompress(f, model=tiny_model)
@@ -73,6 +74,10 @@ def test_version_magic_flags(frames):
         nlmcodec.decompress(_edit_header(f, 5, f[5] | 0x06))
     with pytest.raises(nlmcodec.NLMError, match="header checksum mismatch"):
         nlmcodec.decompress(_edit_header(f, 5, f[5] ^ 0x01))
+    h = frames["text-heads"]                              # the heads flag without the adapt flag means nothing
+    assert h[5] & _frame.FLAG_HEADS and h[5] & _frame.FLAG_ADAPT
+    with pytest.raises(nlmcodec.NLMError, match="unknown flags"):
+        nlmcodec.decompress(_edit_header(h, 5, h[5] ^ _frame.FLAG_ADAPT))
     p = _frame.HEADER_SIZE_V2 + 3 + 3 + 1 + 10           # a byte of the stored payload
     with pytest.raises(nlmcodec.NLMError, match="CRC32 mismatch"):
         nlmcodec.decompress(_edit_header(f, p, f[p] ^ 0x80))

@@ -81,6 +81,7 @@ import nlmcodec
 from nlmcodec import CHECK_CRC32, CHECK_NONE, NLMError
 from nlmcodec import _file
 from nlmcodec._file import NLMFile, open as nlm_open
+from nlmcodec._frame import DEFAULT_ADAPT
 
 from corpus_cache import short_text
 
@@ -92,7 +93,7 @@ BOGUS = b"this is not an nlmcodec frame, just some text\n" * 3
 
 
 @functools.cache
-def frame(data=INPUT, adapt=True, check=CHECK_CRC32):
+def frame(data=INPUT, adapt=DEFAULT_ADAPT, check=CHECK_CRC32):
     return nlmcodec.compress(data, model=MODEL, adapt=adapt, check=check)
 
 

@@ -58,6 +58,7 @@ import pytest
 
 import nlmcodec
 from nlmcodec import CHECK_CRC32, CHECK_NONE, NLMCompressor, NLMDecompressor, NLMError
+from nlmcodec._frame import DEFAULT_ADAPT
 from nlmcodec._file import NLMFile, open as nlm_open  # noqa: F401  (the file layer: tests/test_file.py)
 
 from corpus_cache import short_text
@@ -71,7 +72,7 @@ BOGUS = b"this is not an nlmcodec frame, just some text\n" * 3
 
 
 @functools.cache
-def frame(data=INPUT, adapt=True, check=CHECK_CRC32):
+def frame(data=INPUT, adapt=DEFAULT_ADAPT, check=CHECK_CRC32):
     return nlmcodec.compress(data, model=MODEL, adapt=adapt, check=check)
 
 

@@ -3,7 +3,7 @@
 The API follows lzma and compression.zstd::
 
     import nlmcodec
-    blob = nlmcodec.compress(data)                 # bundled "default" model, dynamic evaluation, CRC32
+    blob = nlmcodec.compress(data)                 # bundled "default" model, heads mode, CRC32
     assert nlmcodec.decompress(blob) == data       # the frame names its model; bundled models are found by id
 
     c = nlmcodec.NLMCompressor(adapt=False)        # incremental: compress(chunk)... then flush()
@@ -284,14 +284,15 @@ class NLMCompressor(_NoPickle):
     groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
     by a few groups (4 MiB each) per thread, whatever the input size.
 
-    model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: True (dynamic
-    evaluation: the model adapts to the input as it codes), "heads" (heads mode: only the output heads adapt,
-    about twice as fast for about 1% more bytes; codec/FORMAT.md §6.5) or False (static); check: CHECK_CRC32
+    model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: "heads" (the
+    default, heads mode: dynamic evaluation of the output heads only, codec/FORMAT.md §6.5), True (dynamic
+    mode: every part of the model adapts, about 1% fewer bytes on English text at about half the speed) or
+    False (static, the fastest); check: CHECK_CRC32
     (default) or CHECK_NONE; threads: groups coded at once (0 = one per
     core; the output bytes are the same for every thread count).  progress: input bytes coded so far.
     """
 
-    def __init__(self, *, model=None, adapt=True, check=CHECK_CRC32, threads=1):
+    def __init__(self, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC32, threads=1):
         check = _check_arg(check)
         threads = _threads_arg(threads)
         self._model = _resolve(model)
@@ -430,9 +431,10 @@ class NLMDecompressor(_NoPickle):
 
 
 # ---------------------------------------------------------------------------------------------- one-shot
-def compress(data, /, *, model=None, adapt=True, check=CHECK_CRC32, threads=1) -> bytes:
+def compress(data, /, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC32, threads=1) -> bytes:
     """Compress bytes into one frame.  model: Model, bundled name or path (None: bundled "default");
-    adapt: True (dynamic evaluation), "heads" (heads mode, faster) or False (static); check: CHECK_CRC32 or
+    adapt: "heads" (the default: only the output heads adapt), True (dynamic mode: everything adapts; the
+    smallest output, about half the speed) or False (static, the fastest); check: CHECK_CRC32 or
     CHECK_NONE; threads: 0 = one per core (the bytes
     do not depend on it)."""
     c = NLMCompressor(model=model, adapt=adapt, check=check, threads=threads)
@@ -468,7 +470,7 @@ from ._file import NLMFile, open  # noqa: E402  (after the objects it is built o
 from . import _fsspec  # noqa: E402,F401  (registers the "nlm" compression with fsspec, lazily)
 
 
-def explain(data, *, model=None, adapt=True):
+def explain(data, *, model=None, adapt=_frame.DEFAULT_ADAPT):
     """Per-token costs of compressing data with model (None: the bundled default) in the given mode: an
     Explanation (nlmcodec._explain; imported on first use, it needs numpy).  Runs the real encoder."""
     from ._explain import explain as _explain

@@ -9,7 +9,8 @@ Codec names (the baseline names match ``shared/guide/anchor_sizes.json``):
 
 =================  ===========================================================================
 nlmcodec-static    ``nlmcodec.compress(data, model=M, adapt=False)``
-nlmcodec-dynamic   ``nlmcodec.compress(data, model=M, adapt=True)`` (the model keeps learning)
+nlmcodec-heads     ``nlmcodec.compress(data, model=M, adapt="heads")`` (the default: the output heads keep learning)
+nlmcodec-dynamic   ``nlmcodec.compress(data, model=M, adapt=True)`` (the whole model keeps learning)
 xz-9e              ``lzma.compress(data, preset=9 | lzma.PRESET_EXTREME)``
 xz-6               ``lzma.compress(data, preset=6)``
 bz2-9              ``bz2.compress(data, 9)``
@@ -169,13 +170,14 @@ class Codec:
 
 
 BASELINES = ["xz-9e", "xz-6", "bz2-9", "zlib-9", "zstd-19", "brotli-11", "ppmd-o16"]
-NLM = ["nlmcodec-static", "nlmcodec-dynamic"]
+NLM = ["nlmcodec-static", "nlmcodec-heads", "nlmcodec-dynamic"]
 ALL_CODECS = NLM + BASELINES
-REPORT_DEFAULT = ["nlmcodec-static", "nlmcodec-dynamic", "xz-9e", "bz2-9", "zlib-9",
+REPORT_DEFAULT = ["nlmcodec-static", "nlmcodec-heads", "nlmcodec-dynamic", "xz-9e", "bz2-9", "zlib-9",
                   "zstd-19", "brotli-11", "ppmd-o16"]
 ALIASES = {
     "nlm": NLM, "nlmcodec": NLM, "static": ["nlmcodec-static"], "dynamic": ["nlmcodec-dynamic"],
-    "nlm-static": ["nlmcodec-static"], "nlm-dynamic": ["nlmcodec-dynamic"],
+    "heads": ["nlmcodec-heads"], "nlm-static": ["nlmcodec-static"], "nlm-heads": ["nlmcodec-heads"],
+    "nlm-dynamic": ["nlmcodec-dynamic"],
     "lzma": ["xz-9e"], "xz": ["xz-9e"], "lzma-9e": ["xz-9e"], "lzma-6": ["xz-6"],
     "bz2": ["bz2-9"], "bzip2": ["bz2-9"], "zlib": ["zlib-9"], "gzip": ["zlib-9"], "deflate": ["zlib-9"],
     "zstd": ["zstd-19"], "brotli": ["brotli-11"], "ppmd": ["ppmd-o16"], "pyppmd": ["ppmd-o16"],
@@ -292,7 +294,7 @@ def make_codec(name: str, model="default") -> Codec:
     """Build one codec; raises ImportError (or another error) when it is not available."""
     if name in NLM:
         import nlmcodec
-        adapt = name == "nlmcodec-dynamic"
+        adapt = {"nlmcodec-static": False, "nlmcodec-heads": "heads", "nlmcodec-dynamic": True}[name]
         m = load_nlm_model(model)
 
         def comp(d, _m=m, _a=adapt):
@@ -487,11 +489,11 @@ def format_line(r: Dict[str, float], name: str, width: int = 16) -> str:
 
 
 def bench_main(files, options=None) -> int:
-    """Benchmark FILEs in memory with nlmcodec (static and dynamic) and the baselines.
+    """Benchmark FILEs in memory with nlmcodec (static, heads and dynamic) and the baselines.
 
     `options` is the CLI's argparse Namespace (or a dict, or None). Attributes read, all optional:
     ``against`` (comma list, default ``lzma,bz2,zlib`` plus zstd/brotli/ppmd when installed),
-    ``model`` (name or path, default "default"), ``adapt`` (False: static only; otherwise both
+    ``model`` (name or path, default "default"), ``adapt`` (False: static only; otherwise the three
     modes), ``runs`` / ``iterations`` (default 3; medians), ``quiet``, ``json``/``robot``
     (one JSON object per line instead of text).  Returns 0, or 1 when a file is missing or a
     round trip fails.  Set names (``english``, ``all``, ...) are accepted as FILEs.

@@ -131,7 +131,7 @@ def _pieces_of(raw):
             yield g + b, bl
 
 
-def explain(data, *, model=None, adapt=True) -> Explanation:
+def explain(data, *, model=None, adapt=_frame.DEFAULT_ADAPT) -> Explanation:
     """Per-token costs of compressing data with model (None: the bundled default) in the given mode.
 
     Runs the real encoder (one thread, CRC32) with the core's per-token trace on; see the module

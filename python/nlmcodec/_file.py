@@ -16,7 +16,7 @@ import io
 import os
 
 from ._errors import NLMError
-from ._frame import CHECK_CRC32, MAGIC
+from ._frame import CHECK_CRC32, DEFAULT_ADAPT, MAGIC
 
 __all__ = ["NLMFile", "open"]
 
@@ -164,7 +164,7 @@ class NLMFile(io.BufferedIOBase):
 
     _mode = _MODE_CLOSED      # also when __init__ fails early (IOBase.__del__ calls close())
 
-    def __init__(self, filename=None, mode="r", *, model=None, adapt=True, check=CHECK_CRC32, threads=1,
+    def __init__(self, filename=None, mode="r", *, model=None, adapt=DEFAULT_ADAPT, check=CHECK_CRC32, threads=1,
                  max_output=None):
         self._fp = None
         self._closefp = False
@@ -173,7 +173,7 @@ class NLMFile(io.BufferedIOBase):
         self._compressor = None
         self._pos = 0
         if mode in ("r", "rb"):
-            if check != CHECK_CRC32 or adapt is not True:
+            if check != CHECK_CRC32 or adapt != DEFAULT_ADAPT:
                 raise ValueError("adapt and check are only for writing: a frame records its own")
             from . import _max_output_arg
             max_output = _max_output_arg(max_output)
@@ -332,7 +332,7 @@ class NLMFile(io.BufferedIOBase):
             self._fp.flush()
 
 
-def open(filename, mode="rb", *, model=None, adapt=True, check=CHECK_CRC32, threads=1, max_output=None,
+def open(filename, mode="rb", *, model=None, adapt=DEFAULT_ADAPT, check=CHECK_CRC32, threads=1, max_output=None,
          encoding=None, errors=None, newline=None):
     """Open an nlmcodec file in binary ("r", "rb", "w", "wb", "x", "xb", "a", "ab") or text ("rt",
     "wt", "xt", "at") mode and return an NLMFile, or an io.TextIOWrapper over one in text mode.

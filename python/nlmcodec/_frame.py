@@ -52,6 +52,8 @@ FLAG_NO_MODEL_V1 = 0x08       # format 1: bit 3 meant the opposite (no model id)
 FLAG_HEADS = 0x10             # format 12, with FLAG_ADAPT: heads mode, only the heads adapt (FORMAT.md §6.5)
 _FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
 HEADS = "heads"               # the adapt value of heads mode (adapt_mode)
+DEFAULT_ADAPT = HEADS         # the mode of compress() and the CLI when none is asked for: heads mode, the default
+                              # dynamic mode chosen by issue 11's figures (benchmarks/default_mode.md)
 
 
 def adapt_mode(adapt):

@@ -31,7 +31,7 @@ import time
 from distributed.diagnostics.plugin import WorkerPlugin
 
 import nlmcodec
-from ._frame import CHECK_CRC32
+from ._frame import CHECK_CRC32, DEFAULT_ADAPT
 
 __all__ = ["NLMCodecPlugin", "compress_file", "compress_files", "decompress_file", "decompress_files",
            "init_process"]
@@ -118,7 +118,7 @@ def _result(src, dst, bytes_in, written, t0):
             "sha256": digest, "seconds": time.perf_counter() - t0, "pid": os.getpid()}
 
 
-def compress_file(src, dst=None, *, model=None, adapt=True, check=CHECK_CRC32, threads=1, overwrite=False):
+def compress_file(src, dst=None, *, model=None, adapt=DEFAULT_ADAPT, check=CHECK_CRC32, threads=1, overwrite=False):
     """Compress the file src into dst (default: src + ".nlm") atomically; the bytes are those of
     nlmcodec.compress(open(src, "rb").read(), model=model, adapt=adapt, check=check).  The input is read
     in 1 MiB pieces, so memory is bounded whatever its size.  Returns a dict: src, dst, bytes_in,
@@ -206,7 +206,7 @@ def _run(client, fn, srcs, dsts, models, kwargs):
     return out
 
 
-def compress_files(paths, outputs=None, *, client=None, model=None, adapt=True, check=CHECK_CRC32,
+def compress_files(paths, outputs=None, *, client=None, model=None, adapt=DEFAULT_ADAPT, check=CHECK_CRC32,
                    threads=1, overwrite=False):
     """Compress each file of paths on the cluster of client (None: dask's default client), one task per
     file, into outputs (default: each path + ".nlm").  model: a bundled name or a .nlmm path every worker
