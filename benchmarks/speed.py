@@ -87,7 +87,7 @@ def main(argv=None):
         cw = statistics.median(n / r["wc"] for r in rs) / 1e3
         dw = statistics.median(n / r["wd"] for r in rs) / 1e3
         name = {"xz": "xz -9e (lzma preset 9e)", "static": "nlmcodec default, static",
-                "dynamic": "nlmcodec default, dynamic", "heads": "nlmcodec default, heads mode"}[w]
+                "dynamic": "nlmcodec default, dynamic", "heads": "nlmcodec default, heads mode (the default mode)"}[w]
         lines.append(f"| {name} | {rs[0]['out']:,} | {c:,.1f} ({cw:,.1f}) | {d:,.1f} ({dw:,.1f}) | "
                      f"{c * 1e3 / xz_c:.3f} | {d * 1e3 / xz_c:.3f} | {max(r['rss_kb'] for r in rs) / 1024:.0f} |")
     lines.append("")

@@ -4,7 +4,7 @@
 
 Each row runs a fresh interpreter RUNS times (median wall, median user+sys CPU from os.wait4, largest
 peak RSS as the child's VmHWM; the CLI rows run `python -m nlmcodec` through runpy in the same wrapper): `python -c pass` (the interpreter alone), `import nlmcodec`, loading the default model,
-`python -m nlmcodec -c` of the first 5,000 bytes of alice29.txt (static and dynamic) and `-dc` of the
+`python -m nlmcodec -c` of the first 5,000 bytes of alice29.txt (static, heads: the default, and dynamic) and `-dc` of the
 result.  The last section checks in one process that threads share one model: four threads compress at
 once, every codec is built on the same native model object, and the resident memory they add is reported
 against the model file's size.  The package is byte-compiled first, as an installed package is.  Wall time depends on the machine's load: the CPU column and the load
@@ -149,16 +149,17 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as d:
         small = Path(d) / "a5k.txt"
         small.write_bytes(data)
-        frames = {mode: Path(d) / f"a5k.{mode}.nlm" for mode in ("static", "dynamic")}
+        frames = {mode: Path(d) / f"a5k.{mode}.nlm" for mode in ("static", "heads", "dynamic")}
         w = [py, "-c", WRAP]
         rows = [row("python -c pass (the interpreter alone)", w + ["pass"], a.runs),
                 row("import nlmcodec", w + ["import nlmcodec"], a.runs),
                 row("import + load_model('default')",
                     w + ["import nlmcodec; nlmcodec.load_model('default').native()"], a.runs)]
-        for mode, flag in (("static", ["--static"]), ("dynamic", [])):
-            rows.append(row(f"python -m nlmcodec -c {mode} (5,000 B)", w + ["-m nlmcodec", "-c"] + flag +
+        for mode, flag in (("static", ["--static"]), ("heads", []), ("dynamic", ["--dynamic"])):
+            label = f"{mode} (the default)" if not flag else mode
+            rows.append(row(f"python -m nlmcodec -c {label} (5,000 B)", w + ["-m nlmcodec", "-c"] + flag +
                             [str(small)], a.runs, stdout_path=frames[mode]))
-            rows.append(row(f"python -m nlmcodec -dc {mode} ({frames[mode].stat().st_size:,} B)",
+            rows.append(row(f"python -m nlmcodec -dc {label} ({frames[mode].stat().st_size:,} B)",
                             w + ["-m nlmcodec", "-dc", str(frames[mode])], a.runs))
     build_ms, codec_ms = in_process_parts()
     nmod, added_kb, model_kb = threads_share_one_model(data)
