@@ -46,6 +46,7 @@ int nlm_codec_set_speller(NlmCodec* c, int kind);
 int nlm_codec_set_match(NlmCodec* c, int level);
 int nlm_codec_set_cache(NlmCodec* c, int level);
 int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
+int nlm_codec_set_rates(NlmCodec* c, int a, int b);
 int nlm_codec_set_frozen(NlmCodec* c, int on);
 int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
 int nlm_codec_set_end_advance(NlmCodec* c, int on);

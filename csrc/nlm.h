@@ -183,6 +183,11 @@ int nlm_codec_set_cache(NlmCodec* c, int level);
  * least p/1000.  Resets the context.  NLM_ERR_STATE for a static context or a value outside 0..1024 / 0..1
  * / {0, 63..1000}. */
 int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
+/* The update's rates of a dynamic context (FORMAT.md §6.5): the trained step sizes and clip times a, the
+ * decay times b (lm.h lm_set_rates).  (1, 1), the trained rates, is the default of a new context and every
+ * format's but format 13's heads mode, which is (HEADS_LR_MUL, HEADS_DECAY_MUL) of python/nlmcodec/_frame.py.
+ * Resets the context.  NLM_ERR_STATE for a static context, a or b outside 1..16 or a decay times b of 1 or more. */
+int nlm_codec_set_rates(NlmCodec* c, int a, int b);
 /* Estimates only (the encoder's probe, python/nlmcodec/_encode.py): on != 0 stops a dynamic context's
  * updates, so what it codes until it is turned off costs static-mode time; the payload is then not one the
  * decoder can follow, so the caller saves before and restores after.  No effect on a static context. */

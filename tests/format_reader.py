@@ -925,6 +925,8 @@ class GapMix:
 
 # ---- §2, §3, §6: the model, the token step, dynamic evaluation ----
 
+HEADS_LR_MUL, HEADS_DECAY_MUL = 2, 1      # §6.5: heads mode's rates from format 13
+
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 
 
@@ -942,16 +944,12 @@ class Reader:
         self.cls_of = [c for c in range(C) for _ in range(self.cs[c + 1] - self.cs[c])]   # id -> class
         self.V = V
         lr, decay, eps = f32(cfg["lr"]), f32(cfg["decay"]), f32(cfg["eps"])
-        self.decay, self.lim = decay, lr * f32(16)
-        self.step = {}
+        self.decay0, self.lim0 = decay, lr * f32(16)
+        self.step0 = {}
         for name, m in zip(NAMES, np.asarray(ms, dtype=f32)):
             den = m + eps
-            self.step[name] = lr / den if den > 0 else f32(0)
-        self.q = [f32(1)]
-        keep = f32(1) - decay
-        for _ in range(4096):
-            v = self.q[-1] * keep
-            self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
+            self.step0[name] = lr / den if den > 0 else f32(0)
+        self.rates = None
         self.speller = Speller(prime)
         self.q8 = None                                    # §2.6's tables, made the first time a frame needs them
         self.reset()
@@ -967,6 +965,8 @@ class Reader:
         self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
         self.heads_only = self.adapt == "heads"                # heads mode (§6.5): only the heads adapt ...
         self.int8_body = self.int8 or self.heads_only          # ... and the transition is §2.6's integer one
+        # §6.5: from format 13 heads mode's update takes the steps and the clip times a, the decay times b
+        self._set_rates((HEADS_LR_MUL, HEADS_DECAY_MUL) if self.heads_only and self.version >= 13 else (1, 1))
         if self.int8_body and self.q8 is None:
             self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")}
         self.seg, self.seg_no = [], 0
@@ -976,6 +976,19 @@ class Reader:
         self.match = TokenMatch(self.V, self.version) if self.version >= 6 else None
         self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
         self.bmix = BodyMix() if self.version >= 9 else None
+
+    def _set_rates(self, rates):
+        """§6: step_t·a, lim·a, decay·b (float) and the catch-up factors q_k of decay·b."""
+        if rates == self.rates:
+            return
+        a, b = f32(rates[0]), f32(rates[1])
+        self.rates, self.step = rates, {k: v * a for k, v in self.step0.items()}
+        self.lim, self.decay = self.lim0 * a, self.decay0 * b
+        self.q = [f32(1)]
+        keep = f32(1) - self.decay
+        for _ in range(4096):
+            v = self.q[-1] * keep
+            self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
 
     def hprod(self, name, a=0, b=None):
         """(W[a:b]·h) for a head or the recurrent matrix: the float product of §2.3, or §2.6's integer one."""
@@ -1206,7 +1219,7 @@ def read_varint(buf, p):
 def word_blocks(frame):
     """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
     CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 12
+    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 13
     version, flags = frame[4], frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

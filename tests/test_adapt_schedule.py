@@ -43,8 +43,8 @@ def text():
 
 
 def test_default_schedule_is_the_format(tiny_model, text):
-    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 13))
-    assert _frame.codec_options(12, "heads")["schedule"] == (0, 0, 0)
+    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 14))
+    assert _frame.codec_options(12, "heads")["schedule"] == _frame.codec_options(13, "heads")["schedule"] == (0, 0, 0)
     z0, st, _ = encode(tiny_model, text)
     z1, _, _ = encode(tiny_model, text, (1, 0, 0))
     zh, _, _ = encode(tiny_model, text, (0, 0, 0))
@@ -96,3 +96,41 @@ def test_static_context_takes_no_schedule(tiny_model, text):
     s = Codec(tiny_model, False)
     s.reset()
     assert c.encode_block(text) == s.encode_block(text)
+
+
+def test_rates_are_the_format_and_change_only_heads_mode(tiny_model, text):
+    """§6.5: format 13's heads mode takes twice the trained steps (rates (2, 1)); every other mode and version
+    keeps the trained rates (1, 1), and rates (1, 1) code as before (the golden vectors pin the bytes)."""
+    for v in range(1, 14):
+        for mode in (True, "heads"):
+            want = (2, 1) if (v >= 13 and mode == "heads") else (1, 1)
+            assert _frame.codec_options(v, mode)["rates"] == want, (v, mode)
+
+    def code(rates):
+        c = Codec(tiny_model, True)
+        c.reset(schedule=(0, 0, 0), rates=rates)
+        z = c.encode_block(text)
+        d = Codec(tiny_model, True)
+        d.reset(schedule=(0, 0, 0), rates=rates)
+        assert d.decode_block(z, len(text)) == text
+        return z
+
+    z11, z21, z22 = code((1, 1)), code((2, 1)), code((2, 2))
+    assert len({z11, z21, z22}) == 3
+    c = Codec(tiny_model, True)
+    c.reset(schedule=(0, 0, 0))                     # the default rates are (1, 1)
+    assert c.encode_block(text) == z11
+
+
+@pytest.mark.parametrize("rates", [(0, 1), (17, 1), (1, 0), (1, 17), (-1, 1)])
+def test_bad_rates_are_refused(tiny_model, rates):
+    c = Codec(tiny_model, True)
+    with pytest.raises(NLMError):
+        c.reset(schedule=(0, 0, 0), rates=rates)
+
+
+def test_rates_need_a_dynamic_context_and_a_decay_below_one(tiny_model):
+    assert Codec(tiny_model, False)._c.set_rates(2, 1) < 0      # nlm_codec_set_rates: NLM_ERR_STATE
+    big = tiny_model.with_config(decay=0.07)                     # decay x 16 >= 1
+    c = Codec(big, True)
+    assert c._c.set_rates(1, 14) == 0 and c._c.set_rates(1, 15) < 0

@@ -42,21 +42,24 @@ def _model_blocks(name):
             if kind == 2]
 
 
-def test_format_12_adds_heads_mode_only():
-    """Format 12 added heads mode (FORMAT.md §6.5, frame flag 0x10) and changed nothing else: each static and
-    dynamic vector's word-model payloads are format 11's, byte for byte, and the heads vectors of English
-    text differ from the dynamic ones."""
-    same = [n[4:] for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["model"] and MANIFEST[n]["adapt"] in
-            (False, True)]
+@pytest.mark.parametrize("v, before, other", [(12, 11, "v12-{}-dynamic"), (13, 12, "v12-{}-heads")],
+                         ids=["format-12-adds-heads-mode", "format-13-changes-its-rates"])
+def test_a_format_changed_heads_mode_only(v, before, other):
+    """Format 12 added heads mode (FORMAT.md §6.5, frame flag 0x10), format 13 changed its rates (steps times
+    2), and neither changed anything else: each static and dynamic vector's word-model payloads are the previous
+    format's, byte for byte, and the heads vectors of English text differ from `other` (format 12's dynamic
+    vector, format 12's heads vector)."""
+    same = [n[len(f"v{v}-"):] for n in OK_NAMES if n.startswith(f"v{v}-") and MANIFEST[n]["model"]
+            and MANIFEST[n]["adapt"] in (False, True)]
     assert len(same) >= 90
     for n in same:
-        assert _model_blocks("v12-" + n) == _model_blocks("v11-" + n), n
-    heads = [n for n in OK_NAMES if n.startswith("v12-") and MANIFEST[n]["adapt"] == "heads"]
+        assert _model_blocks(f"v{v}-{n}") == _model_blocks(f"v{before}-{n}"), n
+    heads = [n for n in OK_NAMES if n.startswith(f"v{v}-") and MANIFEST[n]["adapt"] == "heads"]
     assert len(heads) >= 45
     for n in ("alice_4k-default-2", "news_64k-default-2", "alice_4k-tiny-lstm"):
-        h = _model_blocks(f"v12-{n}-heads")
-        assert h and h != _model_blocks(f"v12-{n}-dynamic"), n
-        assert nlmcodec.get_frame_info((VEC / "ok" / f"v12-{n}-heads.nlm").read_bytes()).adapt == "heads"
+        h = _model_blocks(f"v{v}-{n}-heads")
+        assert h and h != _model_blocks(other.format(n)), n
+        assert nlmcodec.get_frame_info((VEC / "ok" / f"v{v}-{n}-heads.nlm").read_bytes()).adapt == "heads"
 
 
 def test_retired_vectors_are_rejected():

@@ -9,7 +9,10 @@ benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9
   and at most 0.85 x xz -9e;
 * (issue 10, the token experts) dynamic news at most 2.09, book2 1.65, paper1 1.95, lcet10.txt 1.45 bits per byte,
   the fourteen English files together at most 1.50 (since format 10), and dynamic mode below
-  paq8px -8 on three of the four files ANCHORS.md measured it on (not lcet10.txt since default-2).
+  paq8px -8 on three of the four files ANCHORS.md measured it on (not lcet10.txt since default-2);
+* (issue 11, the default mode) heads mode, the default, is smaller than PPMd on each of the fourteen, and no
+  larger on any of them than dynamic mode was when issue 11 was filed (ISSUE11_DYNAMIC: 3ff68f1's
+  benchmarks/ratios.csv), the condition under which the issue lets a cheaper default cost ratio.
 """
 import json
 
@@ -22,6 +25,11 @@ LITERARY = ["alice29.txt", "asyoulik.txt", "plrabn12.txt", "book1", "dickens"]
 ENGLISH = LITERARY + ["lcet10.txt", "book2", "paper1", "paper2", "paper3", "paper4", "paper5", "paper6", "news"]
 BYTE_TARGETS = ["zlib-source.c", "apache-access.log", "company-tickers.json", "german-gutenberg.txt", "bib", "bible.txt",
                 "cp.html", "fields.c", "progc", "progl", "progp", "trans", "world192.txt", "xargs.1", "xml", "reymont"]
+
+# dynamic mode's sizes when issue 11 ("Speed") was filed: `git show 3ff68f1:benchmarks/ratios.csv` (2,647,949 bytes)
+ISSUE11_DYNAMIC = {"alice29.txt": 27960, "asyoulik.txt": 28310, "lcet10.txt": 82633, "plrabn12.txt": 110597,
+                   "book1": 163870, "book2": 139844, "paper1": 14539, "paper2": 18074, "paper3": 11137,
+                   "paper4": 3313, "paper5": 3911, "paper6": 11213, "news": 109612, "dickens": 1922936}
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not cc.has_default_model(), reason="no bundled default model")]
@@ -59,6 +67,14 @@ def test_issue10_fourteen_at_most_150():
     ours = sum(size(n, True) for n in ENGLISH)
     raw = sum(len(cc.read(cc.find(n))) for n in ENGLISH)
     assert 8 * ours / raw <= 1.50, f"{8 * ours / raw:.4f}"
+
+
+@pytest.mark.parametrize("name", by_name(ENGLISH))
+def test_default_mode_paid_for_and_below_ppmd(name):
+    """The default mode (heads) against dynamic mode at issue 11's filing, and against PPMd order 16."""
+    n = size(name, "heads")
+    assert n <= ISSUE11_DYNAMIC[name], f"{n} > {ISSUE11_DYNAMIC[name]}"
+    assert n < ANCHORS[name]["ppmd-o16"]
 
 
 @pytest.mark.parametrize("name", by_name(LITERARY))

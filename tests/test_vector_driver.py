@@ -39,15 +39,15 @@ def test_a_changed_payload_byte_is_a_mismatch(exported, tmp_path):
     exe, vec = exported
     blob = bytearray((vec / "blocks.bin").read_bytes())
     # the first vector's first block: header, then u16+name, u16+model, u8 adapt, u32 nops, resets (u8 0,
-    # u8 speller, u8 match, u8 end_advance, u32 max_tokens, u8 cache, u8 forward), then u8 1, u32 size, u32 payload length,
-    # payload
-    assert blob[:8] == b"NLMVBLK7"
+    # u8 speller, u8 match, u8 end_advance, u32 max_tokens, u8 cache, u8 forward, u8 deep_every, u8 rate_a, u8 rate_b:
+    # 13 bytes), then u8 1, u32 size, u32 payload length, payload
+    assert blob[:8] == b"NLMVBLK8"
     o = 12
     for _ in range(2):
         o += 2 + int.from_bytes(blob[o:o + 2], "little")
     o += 1 + 4
     while blob[o] == 0:
-        o += 10
+        o += 13
     assert blob[o] == 1
     o += 1 + 8
     blob[o + 2] ^= 0x10

@@ -2,7 +2,7 @@
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format N are named vN-* (format 12 adds a third mode, heads: *-heads), of format 7 v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
+Vectors of format N are named vN-* (format 12 adds a third mode, heads: *-heads; format 13 codes it at other rates), of format 7 v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
 error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
 
 ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the

@@ -551,6 +551,12 @@ int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int ski
     return r ? r : nlm_codec_reset(c);
 }
 
+int nlm_codec_set_rates(NlmCodec* c, int a, int b) {
+    if (!c || !c->adapt) return NLM_ERR_STATE;
+    int r = lm_set_rates(c->model, a, b);
+    return r ? r : nlm_codec_reset(c);
+}
+
 int nlm_codec_set_frozen(NlmCodec* c, int on) {
     if (!c) return NLM_ERR_STATE;
     lm_set_frozen(c->model, on);

@@ -96,6 +96,11 @@ struct Lm {
     int V, D, H, C, SF, adapt, seg_cap, maxcs, capO;
     int deep_every, shallow_emb; /* the adaptation schedule (lm_set_schedule); 1, 0 = every part every segment */
     float skip_p;                /* skip the update of a segment whose tokens' mean probability is >= this (0: never) */
+    /* the update's rates (lm_set_rates, §6.5): step_t·a, lim·a, decay·b; a = b = 1 reads the weights' own */
+    float step[LM_MAX_TENSORS];
+    float lim, decay;
+    const float* q;              /* (QCAP + 1) the catch-up factors of decay: the weights' own q, or qown */
+    float* qown;                 /* (QCAP + 1) made by lm_set_rates when b > 1 */
     int frozen;                  /* lm_set_frozen: segments are dropped without backward or update (an estimate) */
     uint32_t skipped;            /* segments skipped since the reset (statistics) */
     int deep;                    /* the segment being closed adapts everything (else the heads, maybe E) */
@@ -304,6 +309,16 @@ static int q8_weights(LmWeights* w) {
     return 1;
 }
 
+/* q_0 = 1, q_k = q_{k-1}·(1 - decay) (float), flushed to 0 below 2^-100: the catch-up factors (§6). */
+static void decay_table(float* q, float decay) {
+    float keep = 1.0f - decay;
+    q[0] = 1.0f;
+    for (int k = 1; k <= QCAP; k++) {
+        float v = q[k - 1] * keep;
+        q[k] = v < 0x1p-100f ? 0.0f : v;
+    }
+}
+
 LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const void* params, int dtype,
                           const float* ms, const int32_t* class_start, int* err) {
     int e = NLM_ERR_CONFIG;
@@ -386,12 +401,7 @@ LmWeights* lm_weights_new(const NlmConfig* cfg, const LmBodyOps* body, const voi
         w->step[t] = (ms && den > 0.0f) ? cfg->lr / den : 0.0f;
     }
     w->lim = cfg->lr * LM_CLIP;
-    float keep = 1.0f - cfg->decay;
-    w->q[0] = 1.0f;
-    for (int k = 1; k <= QCAP; k++) {
-        float v = w->q[k - 1] * keep;
-        w->q[k] = v < 0x1p-100f ? 0.0f : v;
-    }
+    decay_table(w->q, cfg->decay);
     nlm_fpenv_leave(&fe);
     memcpy(w->cs, class_start, (C + 1) * 4);
     for (int c = 0; c < w->C; c++)
@@ -428,7 +438,7 @@ void lm_free(Lm* m) {
                   m->slB,  m->lsE,  m->lsO,  m->lsB,  m->lsC,   m->dS,    m->dSn,    m->dx,     m->bzc,
                   m->bzw,  m->bzk,  m->bzg,  m->bx,   (void*)m->pd, (void*)m->px, m->stC, m->lastE, m->lastC,
                   m->lastB, m->s_p, m->s_S, m->s_segf, m->s_matE, m->s_matB, m->s_matC, m->s_lastE,
-                  m->s_lastC, m->s_lastB, m->s_segi};
+                  m->s_lastC, m->s_lastB, m->s_segi, m->qown};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
     free(m);
 }
@@ -445,6 +455,8 @@ Lm* lm_new(const LmWeights* w, int adapt, int* err) {
     m->body.D = w->D, m->body.H = w->H, m->body.param = w->param, m->body.seg_cap = w->seg_len;
     m->body.adapt = m->adapt;
     m->deep_every = 1, m->shallow_emb = 0, m->deep = 1; /* everything every segment (§6.3-§6.4) */
+    memcpy(m->step, w->step, sizeof m->step);           /* the trained rates (lm_set_rates 1, 1) */
+    m->lim = w->lim, m->decay = w->decay, m->q = w->q;
     m->w = w;
     size_t V = (size_t)m->V, D = (size_t)m->D, H = (size_t)m->H, C = (size_t)m->C, S = (size_t)m->seg_cap;
     size_t SF = (size_t)m->SF, maxcs = (size_t)m->maxcs;
@@ -1113,11 +1125,11 @@ static void update_rows(Lm* m, size_t o, const float* g, size_t n, float step, u
     uint32_t k = m->seg_no - last - 1;
     float* th = m->p + o;
     if (w->half) {
-        if (k > 0) kern_decay_sgd_h(th, w->w16 + o, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
-        else kern_sgd_decay_h(th, w->w16 + o, g, step, w->decay, w->lim, (int)n);
+        if (k > 0) kern_decay_sgd_h(th, w->w16 + o, g, m->q[k > QCAP ? QCAP : k], step, m->decay, m->lim, (int)n);
+        else kern_sgd_decay_h(th, w->w16 + o, g, step, m->decay, m->lim, (int)n);
     } else {
-        if (k > 0) kern_decay_sgd(th, w->w32 + o, g, w->q[k > QCAP ? QCAP : k], step, w->decay, w->lim, (int)n);
-        else kern_sgd_decay(th, w->w32 + o, g, step, w->decay, w->lim, (int)n);
+        if (k > 0) kern_decay_sgd(th, w->w32 + o, g, m->q[k > QCAP ? QCAP : k], step, m->decay, m->lim, (int)n);
+        else kern_sgd_decay(th, w->w32 + o, g, step, m->decay, m->lim, (int)n);
     }
 }
 
@@ -1135,14 +1147,14 @@ static void update(Lm* m) {
         const float* g = m->gd + W->doff[t];
         int n = (int)(W->off[t + 1] - W->off[t]);
         if (W->half) /* θ0 as stored: half the bytes of the float32 copy, the same values */
-            kern_sgd_decay_h(th, W->w16 + W->off[t], g, W->step[t], W->decay, W->lim, n);
+            kern_sgd_decay_h(th, W->w16 + W->off[t], g, m->step[t], m->decay, m->lim, n);
         else
-            kern_sgd_decay(th, W->w32 + W->off[t], g, W->step[t], W->decay, W->lim, n);
+            kern_sgd_decay(th, W->w32 + W->off[t], g, m->step[t], m->decay, m->lim, n);
     }
     for (int i = 0; i < m->nE; i++) {
         int r = m->lsE[i];
         size_t o = W->off[LM_E] + (size_t)r * D;
-        update_rows(m, o, m->gE + (size_t)i * D, D, W->step[LM_E], m->lastE[r]);
+        update_rows(m, o, m->gE + (size_t)i * D, D, m->step[LM_E], m->lastE[r]);
         m->lastE[r] = m->seg_no;
     }
     /* Wo and bo a class at a time: its rows have consecutive gradient slots and one catch-up count */
@@ -1150,17 +1162,17 @@ static void update(Lm* m) {
         int c = m->lsC[i], a = W->cs[c];
         size_t n = (size_t)(W->cs[c + 1] - a), sl = (size_t)m->slO[a];
         size_t o = W->off[tWo] + (size_t)a * H;
-        update_rows(m, o, m->gWo + sl * H, n * H, W->step[tWo], m->lastC[c]);
+        update_rows(m, o, m->gWo + sl * H, n * H, m->step[tWo], m->lastC[c]);
         o = W->off[tbo] + (size_t)a;
-        update_rows(m, o, m->gbo + sl, n, W->step[tbo], m->lastC[c]);
+        update_rows(m, o, m->gbo + sl, n, m->step[tbo], m->lastC[c]);
         m->lastC[c] = m->seg_no;
     }
     for (int i = 0; i < m->nB; i++) {
         int r = m->lsB[i];
         size_t o = W->off[tBc] + (size_t)r * 4;
-        update_rows(m, o, m->gBc + (size_t)i * 4, 4, W->step[tBc], m->lastB[r]);
+        update_rows(m, o, m->gBc + (size_t)i * 4, 4, m->step[tBc], m->lastB[r]);
         o = W->off[tBg] + (size_t)r * 8;
-        update_rows(m, o, m->gBg + (size_t)i * 8, 8, W->step[tBg], m->lastB[r]);
+        update_rows(m, o, m->gBg + (size_t)i * 8, 8, m->step[tBg], m->lastB[r]);
         m->lastB[r] = m->seg_no;
     }
 }
@@ -1211,6 +1223,29 @@ int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille) {
     m->deep_every = deep_every, m->shallow_emb = shallow_emb;
     m->skip_p = (float)skip_permille / 1000.0f;
     apply_qforward(m);
+    return NLM_OK;
+}
+
+int lm_set_rates(Lm* m, int a, int b) {
+    const LmWeights* w = m->w;
+    if (!m->adapt || a < 1 || a > 16 || b < 1 || b > 16) return NLM_ERR_STATE;
+    NlmFpEnv fe;
+    nlm_fpenv_enter(&fe);
+    float decay = w->decay * (float)b;
+    if (!(decay < 1.0f)) {
+        nlm_fpenv_leave(&fe);
+        return NLM_ERR_STATE;
+    }
+    if (b > 1 && !m->qown && !(m->qown = malloc((QCAP + 1) * sizeof *m->qown))) {
+        nlm_fpenv_leave(&fe);
+        return NLM_ERR_NOMEM;
+    }
+    for (int t = 0; t < w->nt; t++) m->step[t] = w->step[t] * (float)a;
+    m->lim = w->lim * (float)a;
+    m->decay = decay;
+    if (b > 1) decay_table(m->qown, decay);
+    m->q = b > 1 ? m->qown : w->q;
+    nlm_fpenv_leave(&fe);
     return NLM_OK;
 }
 

@@ -125,6 +125,11 @@ int lm_end_segment(Lm* m);
  * (heads mode, §6.5, for p = 0) the body never adapts, so its products are integer at qforward level 1.
  * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
 int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
+/* The update's rates of a dynamic stream (format 13's heads mode, §6.5): step_t·a and lim·a (float) for the
+ * trained step_t = lr/(ms_t + eps) and lim = lr·LM_CLIP, decay·b (float) and its catch-up factors q_k from
+ * 1 − decay·b.  1, 1 (the default of a new state) is the trained rates, bit for bit.  Kept across lm_reset.
+ * NLM_ERR_STATE for a static state, a or b outside 1..16 or decay·b >= 1; NLM_ERR_NOMEM. */
+int lm_set_rates(Lm* m, int a, int b);
 uint32_t lm_skipped(const Lm* m);
 /* The integer forward of formats 11 and 12 (FORMAT.md §2.6): on = in a static state the class head, the word
  * head and the body's products with h and x (Elman, LSTM: Wh·h, Wx·x) from int8 weights and activations on

@@ -286,7 +286,7 @@ class NLMCompressor(_NoPickle):
 
     model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: "heads" (the
     default, heads mode: dynamic evaluation of the output heads only, codec/FORMAT.md §6.5), True (dynamic
-    mode: every part of the model adapts, about 1% fewer bytes on English text at about half the speed) or
+    mode: every part of the model adapts, about 0.5% fewer bytes on English text at about half the speed) or
     False (static, the fastest); check: CHECK_CRC32
     (default) or CHECK_NONE; threads: groups coded at once (0 = one per
     core; the output bytes are the same for every thread count).  progress: input bytes coded so far.

@@ -501,7 +501,7 @@ def _build_parser():
                    help="heads mode (the default): adapt only the model's output heads while coding")
     c.add_argument("--dynamic", "--full", dest="adapt", action="store_const", const=True,
                    help="dynamic mode: adapt every part of the model while coding (the smallest output: about "
-                        "1%% fewer bytes than heads mode on English text, at about half its speed)")
+                        "0.5%% fewer bytes than heads mode on English text, at about half its speed)")
     c.add_argument("-C", "--check", choices=("none", "crc32"), default="crc32",
                    help="integrity check of the original data stored in each frame (default crc32)")
     c.add_argument("-T", "--threads", type=_threads_arg, metavar="N",

@@ -105,7 +105,7 @@ class Codec:
         return self._c.memory()
 
     def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
-              schedule=(1, 0, 0), forward=FORWARD_INT8):
+              schedule=(1, 0, 0), forward=FORWARD_INT8, rates=(1, 1)):
         """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
         maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
         the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
@@ -120,7 +120,9 @@ class Codec:
         schedule (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm.h nlm_codec_set_schedule, the parts of
         the model adapted per segment: (1, 0, 0), everything every segment, is dynamic mode (§6.3-§6.4), (0, 0, 0),
         the heads only, format 12's heads mode (§6.5, frame flag FLAG_HEADS); the others are measured by
-        benchmarks/adapt_subsets.py and no frame records them."""
+        benchmarks/adapt_subsets.py and no frame records them.  rates (dynamic contexts): (a, b) of nlm.h
+        nlm_codec_set_rates, the trained step sizes times a and decay times b: (1, 1) but in format 13's heads
+        mode (§6.5)."""
         check(self._c.set_speller(SPELLER_CM if speller is None else speller))
         check(self._c.set_match(int(match)))
         check(self._c.set_cache(int(cache)))
@@ -129,6 +131,7 @@ class Codec:
         check(self._c.set_forward(int(forward)))
         if self.adapt:
             check(self._c.set_schedule(int(schedule[0]), int(schedule[1]), int(schedule[2])))
+            check(self._c.set_rates(int(rates[0]), int(rates[1])))
 
     def save(self):
         check(self._c.save())

@@ -38,8 +38,8 @@ from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 12                                      # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)  # what this build reads
+FORMAT_VERSION = 13                                          # what this build writes
+READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)  # what this build reads
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -92,6 +92,9 @@ CACHE_FROM = 8                # word-model blocks mix the token cache into the c
 BODYMIX_FROM = 9              # ... and the spelling cache's symbol with the group's unknown bodies (§5.1.1)
 INT8_FORWARD_FROM = 11        # ... and a static stream's heads and recurrent product are integer (§2.6)
 HEADS_FROM = 12               # ... and a frame may be in heads mode (FLAG_HEADS, §6.5)
+HEADS_RATES_FROM = 13         # ... whose update takes the trained step sizes times HEADS_LR_MUL and decay times
+HEADS_LR_MUL = 2              # HEADS_DECAY_MUL (nlm.h nlm_codec_set_rates; chosen on dev:
+HEADS_DECAY_MUL = 1           # benchmarks/heads_rates_dev.md)
 BLOCK_END_FROM = 7            # from this version a word-model block holds at most MAX_MODEL_TOKENS tokens
 MAX_MODEL_TOKENS = 16384      # (END included; nlm.h NLM_MAX_BLOCK_TOKENS; FORMAT.md §3.5), and its <end>
                               # does not advance the network (§3.2 step 6)
@@ -105,7 +108,8 @@ def codec_options(version: int, adapt=True) -> dict:
             "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new,
             "cache": 2 if version >= BODYMIX_FROM else 1 if version >= CACHE_FROM else 0,
             "forward": 1 if version >= INT8_FORWARD_FROM else 0,
-            "schedule": (0, 0, 0) if adapt == HEADS and version >= HEADS_FROM else (1, 0, 0)}
+            "schedule": (0, 0, 0) if adapt == HEADS and version >= HEADS_FROM else (1, 0, 0),
+            "rates": (HEADS_LR_MUL, HEADS_DECAY_MUL) if adapt == HEADS and version >= HEADS_RATES_FROM else (1, 1)}
 
 
 TYPE_KIND_MASK = 0x03
@@ -242,7 +246,7 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- format 2
 def header_v2(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
-    """Frame header of formats 2 to 12 (one layout; FLAG_HEADS from format 12).  adapt: adapt_mode's values."""
+    """Frame header of formats 2 to 13 (one layout; FLAG_HEADS from format 12).  adapt: adapt_mode's values."""
     if adapt == HEADS and version < HEADS_FROM:
         raise ValueError(f"heads mode needs format {HEADS_FROM}")
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0) | \

@@ -98,6 +98,9 @@ class Codec:
     def set_schedule(self, deep_every, shallow_emb, skip_permille):
         return lib.nlm_codec_set_schedule(self.c, deep_every, shallow_emb, skip_permille)
 
+    def set_rates(self, a, b):
+        return lib.nlm_codec_set_rates(self.c, a, b)
+
     def set_frozen(self, on):
         return lib.nlm_codec_set_frozen(self.c, on)
 

@@ -36,6 +36,7 @@ cdef extern from "nlm.h" nogil:
     int nlm_codec_set_match(NlmCodec* c, int level)
     int nlm_codec_set_cache(NlmCodec* c, int level)
     int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille)
+    int nlm_codec_set_rates(NlmCodec* c, int a, int b)
     int nlm_codec_set_frozen(NlmCodec* c, int on)
     int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
@@ -176,6 +177,9 @@ cdef class Codec:
 
     def set_schedule(self, int deep_every, int shallow_emb, int skip_permille):
         return nlm_codec_set_schedule(self.c, deep_every, shallow_emb, skip_permille)
+
+    def set_rates(self, int a, int b):
+        return nlm_codec_set_rates(self.c, a, b)
 
     def set_frozen(self, int on):
         return nlm_codec_set_frozen(self.c, on)

@@ -138,7 +138,9 @@ typedef struct {
     uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
     uint8_t forward; /* reset: the forward level (nlm_codec_set_forward: 1 from format 11) */
     uint8_t deep_every; /* reset, dynamic codecs: the schedule's deep_every (nlm_codec_set_schedule: 1 formats
-                           1-11, everything every segment; 0 format 12, the heads only) */
+                           1-11, everything every segment; 0 from format 12, the heads only) */
+    uint8_t rate_a, rate_b; /* reset, dynamic codecs: the rates (nlm_codec_set_rates: 1, 1 but in heads mode from
+                               format 13) */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
@@ -155,7 +157,8 @@ static int replay(NlmCodec* c, int adapt, const char* name, const Op* ops, uint3
                     || nlm_codec_set_end_advance(c, op->end_advance) < 0
                     || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0
                     || nlm_codec_set_forward(c, op->forward) < 0
-                    || (adapt && nlm_codec_set_schedule(c, op->deep_every, 0, 0) < 0)) {
+                    || (adapt && nlm_codec_set_schedule(c, op->deep_every, 0, 0) < 0)
+                    || (adapt && nlm_codec_set_rates(c, op->rate_a, op->rate_b) < 0)) {
                     fprintf(stderr, "%s: reset failed\n", name);
                     return 1;
                 }
@@ -202,7 +205,7 @@ int main(int argc, char** argv) {
     Rd r = {buf, n, 0, 0};
     const uint8_t* magic = rd_take(&r, 8);
     uint32_t nvec = rd_u32(&r);
-    if (r.bad || memcmp(magic, "NLMVBLK7", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
+    if (r.bad || memcmp(magic, "NLMVBLK8", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
     Slot slots[MAX_SLOTS];
@@ -230,6 +233,7 @@ int main(int argc, char** argv) {
                 ops[k].cache = rd_u8(&r);
                 ops[k].forward = rd_u8(&r);
                 ops[k].deep_every = rd_u8(&r);
+                ops[k].rate_a = rd_u8(&r), ops[k].rate_b = rd_u8(&r);
             }
             if (ops[k].kind != 1) continue;
             ops[k].size = rd_u32(&r);
