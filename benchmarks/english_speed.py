@@ -51,7 +51,8 @@ def measure(pythonpath: str, path: pathlib.Path) -> dict:
 
 LOOP = r"""
 import sys, time, nlmcodec
-data = open(sys.argv[1], 'rb').read(); m = nlmcodec.load_model('default'); adapt = sys.argv[2] == 'dynamic'
+data = open(sys.argv[1], 'rb').read(); m = nlmcodec.load_model('default')
+adapt = {'static': False, 'dynamic': True, 'heads': 'heads'}[sys.argv[2]]
 nlmcodec.compress(data, model=m, adapt=adapt)
 for _ in sys.stdin:
     t = time.process_time(); f = nlmcodec.compress(data, model=m, adapt=adapt); c = time.process_time() - t
@@ -88,7 +89,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--ab", default=None, metavar="FILE", help="one file, persistent interpreters (see above)")
-    ap.add_argument("--mode", default="static", choices=("static", "dynamic"))
+    ap.add_argument("--mode", default="static", choices=("static", "dynamic", "heads"))
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "python"))
     from nlmcodec._bench import require_corpus_dir
