@@ -24,6 +24,7 @@
  *
  * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·LM_CLIP (float), per parameter:
  *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
+ * A stream's rates (lm_set_rates a, b; format 13's heads mode, §6.5) are step_t·a, lim·a and decay·b.
  * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment (heads mode's schedule,
  * §6.5, lm_set_schedule: only Wc, bc, Uc, Ug, and of the big tables Wo/bo and Bcase/Bgap).  Big tables are
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
