@@ -2,7 +2,7 @@
 unknown words (cache hits vs spelled), case, gaps and the token match flags, the unknown-token rate, and
 which block kinds the frame chose (word model, byte model, lzma, stored).  The file is coded as one group
 of the encoder's word-model blocks five times, from the same build: without the token experts (format 5),
-with the token match flag (format 7, codec/FORMAT.md §3.4), with the match flag and the token cache
+with the token match flag (format 7, docs/format.md §3.4), with the match flag and the token cache
 (format 8, §3.6), with those and the body mixer (format 9, §5.1.1), and with the flag's probability from two
 APMs (format 10, §3.4).  The match expert's columns: the tokens it predicted, how many of them it got right, the
 bits the network would have spent on the tokens it got right, and the payload bytes it saved (format 5

@@ -2,7 +2,7 @@
 
     python benchmarks/encoder_trials.py [--file book1] [--runs 3] [--out benchmarks/encoder_trials.md]
 
-The encoder (python/nlmcodec/_encode.py, its policy in codec/FORMAT.md §7.4) codes each block with the word
+The encoder (python/nlmcodec/_encode.py, its policy in docs/format.md §7.4) codes each block with the word
 model and keeps it only when it beats its yardsticks: lzma preset 1 of the block and of the group (unless a
 zlib level-1 screen already settles it), a fresh byte
 model on the group's first block and on the probe, a snapshot before each block for the rollback, and a 16 KB

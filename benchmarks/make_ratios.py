@@ -30,7 +30,7 @@ REPO = os.path.dirname(HERE)
 
 FIELDS = ["file", "mode", "model", "model_id", "bytes_in", "sha256_in", "bytes_out", "bpb", "sha256_out",
           "lzma_bytes"]
-MODES = {"static": False, "dynamic": True, "heads": "heads"}   # heads: format 12's heads mode (FORMAT.md §6.5)
+MODES = {"static": False, "dynamic": True, "heads": "heads"}   # heads: format 12's heads mode (docs/format.md §6.5)
 TINY_FILES = ["a.txt", "grammar.lsp", "xargs.1", "fields.c", "paper5", "paper4"]
 DEFAULT_FILES = ["english"]
 # fields that must match exactly (bpb follows from bytes_out)

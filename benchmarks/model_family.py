@@ -16,7 +16,7 @@ and a last run with every type writes the whole table).  Dynamic rows
 use each model's dynamic-evaluation settings as its training run tuned them on dev.  The report goes to
 benchmarks/model_family.md (or --out).
 
-Kneser-Ney rows (``python -m nlmcodec.kn``, FORMAT.md §2.5): ``kn`` is the interpolated Kneser-Ney trigram
+Kneser-Ney rows (``python -m nlmcodec.kn``, docs/format.md §2.5): ``kn`` is the interpolated Kneser-Ney trigram
 model alone (the Kneser-Ney model type: λ = 0 over a bias-only network that codes case and gap), counted on
 exactly the tokens the networks were trained on (the trainer's batch streams for the same budget), with the
 same vocabulary and classes; ``<type>+kn`` is that trained network mixed with the same counts, λ (the
@@ -98,7 +98,7 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--types", default=",".join(TYPES))
-    ap.add_argument("--forget-bias", type=float, default=2.0, help="the LSTM's (benchmarks/forget_bias.md)")
+    ap.add_argument("--forget-bias", type=float, default=2.0, help="the LSTM's (docs/decisions/forget-bias.md)")
     ap.add_argument("--no-kn", dest="kn", action="store_false", help="leave out the Kneser-Ney rows")
     ap.add_argument("--bundled", default="", help="bundled networks trained on --tokens tokens with these sizes "
                     "(e.g. default-1) to add as rows, each with its Kneser-Ney mixture")
@@ -173,7 +173,7 @@ def main(argv=None):
            f"{'' if a.kn else ' --no-kn'}`: every row trained with the same budget of {a.tokens:,} tokens "
            f"(batch {a.batch}, BPTT {a.bptt}, Adam lr {a.lr:g}, seed {a.seed}), V {a.vocab}, D {a.dim}, "
            f"H {a.hidden}, C {a.classes}; the NPLM reads 3 previous tokens, the LSTM's forget-gate bias is "
-           f"{a.forget_bias:g} (benchmarks/forget_bias.md). Bits per byte are exact codes "
+           f"{a.forget_bias:g} (docs/decisions/forget-bias.md). Bits per byte are exact codes "
            f"(word-model payloads); the English set is {len(files)} files, {sum(map(len, texts)):,} bytes; "
            "speed in tokens per CPU second on this machine. Kneser-Ney rows: trigrams counted on the same "
            f"{a.tokens:,} training tokens (the model type `kn`: λ = 0 over a bias-only network for case and gap; "

@@ -95,7 +95,7 @@ data = open(path, "rb").read()[:nbytes]
 model = nlmcodec.load_model("default")
 codec = _core.Codec(model, mode > 0)
 if mode == 2:
-    codec.reset(schedule=(0, 0, 0))   # heads mode (FORMAT.md §6.5)
+    codec.reset(schedule=(0, 0, 0))   # heads mode (docs/format.md §6.5)
 payload = codec.encode_block(data)
 st = codec.stats()
 print(json.dumps({"tokens": int(st["tokens"]), "in": len(data), "out": len(payload), "model": model.model_id.hex()[:16]}))

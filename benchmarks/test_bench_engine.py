@@ -77,7 +77,7 @@ def _build(seed=0):
     model = Model({"V": V, "D": D, "H": H, "C": C, "seg_len": SEG, "lr": LR, "decay": DECAY, "eps": EPS},
                   params, np.full(14, 0.05, np.float32), vocab, cs, b"", name="bench-engine",
                   param_dtype="float16")
-    # Zipf(1.1) over ranks 0..V-3 -> ids 2..V-1 (inverse CDF, as benchmarks/kernels/bench_elman.c)
+    # Zipf(1.1) over ranks 0..V-3 -> ids 2..V-1 (inverse CDF)
     n = N_TOKENS_C - 1                                   # + the END token
     cdf = np.cumsum(1.0 / np.arange(1, V - 1, dtype=np.float64) ** 1.1)
     w = 2 + np.searchsorted(cdf, rng.random(n) * cdf[-1]).astype(np.int64)
