@@ -133,61 +133,23 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err);
 size_t nlm_codec_memory(const NlmCodec* c);
 void nlm_codec_free(NlmCodec* c);
 
-/* Back to the start-of-frame state: trained weights, h = 0, empty cache, primed speller. */
-int nlm_codec_reset(NlmCodec* c);
+/* ---- frame formats and coding modes (docs/format.md §7 and its format policy) ----
+ * A frame names its format version and mode; together they fix every option of its word-model blocks.  The
+ * one table of what they mean is csrc/codec/formats.h: a C program that reads a frame's header configures a
+ * codec with nlm_codec_reset_for and decodes its blocks. */
+#define NLM_FORMAT_VERSION 13 /* the format this build writes */
+#define NLM_FORMAT_OLDEST 13  /* the oldest it reads (formats 1-12: nlmcodec 0.1.0) */
+#define NLM_MODE_STATIC 0     /* no adaptation (a context made with adapt 0) */
+#define NLM_MODE_DYNAMIC 1    /* every part adapts (§6.3-§6.4; a context made with adapt 1) */
+#define NLM_MODE_HEADS 2      /* the output heads adapt over the integer transition (§6.5; adapt 1) */
+#define NLM_MAX_BLOCK_TOKENS 16384 /* the most tokens of a word-model block, END included (§3.5) */
 
-/* Which speller codes the bodies the spelling cache escapes (codec/FORMAT.md §5): NLM_SPELLER_CM, the
- * byte model over the token stream (frame format 5, the default of a new context), or NLM_SPELLER_PPM,
- * the primed order-4 PPM (formats 1-4).  Resets the context.  0, NLM_ERR_CONFIG or NLM_ERR_NOMEM. */
-#define NLM_SPELLER_PPM 0
-#define NLM_SPELLER_CM 1
-#define NLM_SPELLER_CM_ALL 2 /* in no format: the byte model also learns from every known word (measured, §5.4) */
-int nlm_codec_set_speller(NlmCodec* c, int kind);
-/* The token match flag (codec/FORMAT.md §3.4).  level 0: off (formats 1-5); 1: on, its probability from one
- * APM (formats 6-9); 2: on, from two APMs (format 10, the default of a new context).  Resets the context; a
- * level outside 0..2 is NLM_ERR_STATE. */
-int nlm_codec_set_match(NlmCodec* c, int level);
-/* The most tokens (END included) one word-model block may hold (codec/FORMAT.md §3.5): NLM_MAX_BLOCK_TOKENS
- * (frame format 7, the default of a new context) or 0, no bound but the block size (formats 1-6).  A block
- * over it is refused by nlm_encode_block (NLM_ERR_UNSUPPORTED) and is corrupt to nlm_decode_block, which stops
- * at the bound: a forged block costs at most this many token steps.  Does not reset the context. */
-#define NLM_MAX_BLOCK_TOKENS 16384
-int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n);
-/* Whether the <end> that closes a block advances the network (FORMAT.md §3.2 step 6): off (frame format 7,
- * the default of a new context: the next block of the group goes on from the state after the block's last
- * real token) or on (formats 1-6).  Resets the context. */
-int nlm_codec_set_end_advance(NlmCodec* c, int on);
-/* The network's forward arithmetic (codec/FORMAT.md §2.6).  level 0: float products (formats 1-10); 1: a static
- * context takes the class head, the word head and the body's products with h and x from int8 weights and
- * activations on their grids, summed exactly in integers (formats 11 and 12, the default of a new context); a
- * dynamic context takes the body's products so while its schedule never adapts the body (the default (0, 0, 0)
- * of nlm_codec_set_schedule: format 12's heads mode, §6.5) and keeps its adapting heads, and anything else it adapts, in
- * float.  Resets the context; a level outside 0..1 is NLM_ERR_STATE. */
-int nlm_codec_set_forward(NlmCodec* c, int level);
-/* Whether the statistics (nlm_codec_stats) sum the information of the coded tokens' symbols (the *_BITS and
- * *_COST entries the token step adds, one log2 per symbol; on for a new context): off, those stay 0 and a
- * static token step is a few percent faster; the counts are kept either way, the speller's own sums too, and a
- * trace (nlm_codec_trace) sums everything whatever this says.  Never changes the bytes; does not reset. */
-int nlm_codec_set_bit_stats(NlmCodec* c, int on);
-/* The token cache (codec/FORMAT.md §3.6): the network's class and word distributions mixed with decayed
- * counts of the group's tokens.  level 0: off (formats 1-7); 1: on (format 8); 2: on, and the spelling
- * cache's symbol mixed with the group's unknown bodies as tokens (the body mixer, §5.1.1: format 9, the
- * default of a new context).  It takes its contexts from the token match model, so it is used only while
- * the match flag is on.  Resets the context; a level outside 0..2 is NLM_ERR_STATE. */
-int nlm_codec_set_cache(NlmCodec* c, int level);
-/* The adaptation schedule of a dynamic context (issue 11's cheaper adaptation, measured by
- * benchmarks/adapt_subsets.py; two are coding modes: (1, 0, 0), everything every segment, dynamic mode and the
- * default of a new context (FORMAT.md §6.3-§6.4), and (0, 0, 0), the heads only over the integer transition,
- * format 12's heads mode (§6.5)): every deep_every-th segment adapts everything, the others only the heads, and with
- * shallow_emb also the embeddings by a one-step gradient (lm.h lm_set_schedule); 0: never deep; skip_permille p > 0 skips the update of a segment whose tokens' geometric-mean probability is at
- * least p/1000.  Resets the context.  NLM_ERR_STATE for a static context or a value outside 0..1024 / 0..1
- * / {0, 63..1000}. */
-int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille);
-/* The update's rates of a dynamic context (FORMAT.md §6.5): the trained step sizes and clip times a, the
- * decay times b (lm.h lm_set_rates).  (1, 1), the trained rates, is the default of a new context and every
- * format's but format 13's heads mode, which is (HEADS_LR_MUL, HEADS_DECAY_MUL) of python/nlmcodec/_frame.py.
- * Resets the context.  NLM_ERR_STATE for a static context, a or b outside 1..16 or a decay times b of 1 or more. */
-int nlm_codec_set_rates(NlmCodec* c, int a, int b);
+/* Configure the context for the word-model blocks of frame format `version` in `mode` and reset it to the
+ * start of a group (trained weights, h = 0, empty caches, primed speller): call it at every group start.
+ * NLM_OK, NLM_ERR_STATE for a version this build does not read or a mode the context cannot code (static
+ * mode needs a context made with adapt 0, dynamic and heads mode one made with adapt 1), or NLM_ERR_NOMEM. */
+int nlm_codec_reset_for(NlmCodec* c, int version, int mode);
+
 /* Estimates only (the encoder's probe, python/nlmcodec/_encode.py): on != 0 stops a dynamic context's
  * updates, so what it codes until it is turned off costs static-mode time; the payload is then not one the
  * decoder can follow, so the caller saves before and restores after.  No effect on a static context. */

@@ -24,6 +24,8 @@
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
 #include "model/lm.h"       /* LmWeights, Lm, lm_* (the model interface; the model types: lm_body_for) */
 #include "nlm.h"
+#include "nlm_lab.h"        /* the single-option setters this file implements */
+#include "codec/formats.h"  /* NLM_FORMATS: what a (format, mode) means */
 #include "speller/speller.h" /* Speller, speller_* */
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
 #include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (format 8) */
@@ -529,6 +531,28 @@ int nlm_codec_reset(NlmCodec* c) {
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
+}
+
+int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
+    if (!c) return NLM_ERR_STATE;
+    const NlmFormatRow* row = NULL;
+    for (size_t i = 0; i < sizeof NLM_FORMATS / sizeof NLM_FORMATS[0]; i++)
+        if (NLM_FORMATS[i].version == version && NLM_FORMATS[i].mode == mode) row = &NLM_FORMATS[i];
+    if (!row || (mode == NLM_MODE_STATIC) != !c->adapt) return NLM_ERR_STATE;
+    int e = speller_set_kind(c->speller, row->speller);
+    if (e < 0) return e;
+    c->match_on = row->match > 0;
+    if (row->match > 0) tokmatch_set_flag_model(c->match, row->match);
+    c->cache_on = row->cache;
+    c->end_advance = row->end_advance;
+    c->max_tokens = row->max_tokens;
+    c->forward = row->forward;
+    if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
+    if (c->adapt) {
+        if ((e = lm_set_schedule(c->model, row->deep_every, 0, 0)) < 0) return e;
+        if ((e = lm_set_rates(c->model, row->rate_a, row->rate_b)) < 0) return e;
+    }
+    return nlm_codec_reset(c);
 }
 
 int nlm_codec_set_match(NlmCodec* c, int level) {

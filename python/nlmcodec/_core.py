@@ -93,45 +93,45 @@ class Codec:
     any number of Codecs, on any threads, share one Model."""
 
     def __init__(self, model, adapt):
-        """adapt: False (static), True (dynamic) or "heads" (a dynamic context for heads mode: the frame
-        layer's reset gives it that schedule, _frame.codec_options)."""
+        """adapt: False (static), True (dynamic) or "heads" (_frame.adapt_mode's values).  Call reset() before
+        coding: it configures the context for a format in this mode."""
         self._c = native.Codec(model.native(), int(bool(adapt)))
         if not self._c.ok():
             check(self._c.err or -2, "model")
-        self.adapt = HEADS if adapt == HEADS else bool(adapt)   # _frame.adapt_mode's values
+        self.adapt = HEADS if adapt == HEADS else bool(adapt)
+        self.mode = native.MODE_HEADS if adapt == HEADS else native.MODE_DYNAMIC if adapt else native.MODE_STATIC
 
     def memory(self):
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
         return self._c.memory()
 
-    def reset(self, speller=None, match=MATCH_FLAG2, max_tokens=None, end_advance=False, cache=CACHE_BODIES,
-              schedule=(1, 0, 0), forward=FORWARD_INT8, rates=(1, 1)):
-        """Back to the start of a group.  The defaults are the current frame format's; _frame.codec_options
-        maps a version to these.  speller: SPELLER_CM (formats 5 and later) or SPELLER_PPM (formats 1-4),
-        the model that spells the bodies the spelling cache escapes (codec/FORMAT.md §5); match: MATCH_OFF
-        (formats 1-5), MATCH_FLAG1 (the token match flag, §3.4, its probability from one APM; formats 6-9) or
-        MATCH_FLAG2 (from two APMs; format 10); max_tokens: the most tokens of one block (§3.5; None:
-        format 7's MAX_MODEL_TOKENS; 0: none, formats 1-6); end_advance: a block's <end> advances the
-        network (§3.2 step 6; formats 1-6); cache: CACHE_OFF (formats 1-7), CACHE_TOKENS (the token cache,
-        §3.6; format 8) or CACHE_BODIES (that and the body mixer of the spelling cache, §5.1.1; format 9);
-        forward: FORWARD_FLOAT (formats 1-10) or FORWARD_INT8 (formats 11, 12: a static context's heads and
-        transition from int8 weights, §2.6; a dynamic context's transition too when its schedule adapts the heads
-        only, §6.5).
-        schedule (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm.h nlm_codec_set_schedule, the parts of
-        the model adapted per segment: (1, 0, 0), everything every segment, is dynamic mode (§6.3-§6.4), (0, 0, 0),
-        the heads only, format 12's heads mode (§6.5, frame flag FLAG_HEADS); the others are measured by
-        benchmarks/adapt_subsets.py and no frame records them.  rates (dynamic contexts): (a, b) of nlm.h
-        nlm_codec_set_rates, the trained step sizes times a and decay times b: (1, 1) but in format 13's heads
-        mode (§6.5)."""
-        check(self._c.set_speller(SPELLER_CM if speller is None else speller))
+    def reset(self, version: int = native.FORMAT_VERSION):
+        """Back to the start of a group, configured for the word-model blocks of frame format `version` in this
+        context's mode (nlm.h nlm_codec_reset_for: the one table of what a format and mode mean is in C)."""
+        check(self._c.reset_for(int(version), self.mode))
+
+    def lab_reset(self, speller=SPELLER_CM, match=MATCH_FLAG2, max_tokens=None, end_advance=False,
+                  cache=CACHE_BODIES, schedule=None, forward=FORWARD_INT8, rates=None):
+        """Tests and measurements only (csrc/nlm_lab.h): back to the start of a group with options set one by
+        one, starting from the current format's.  A combination that is no row of csrc/codec/formats.h codes
+        payloads of no format.  speller: SPELLER_CM or SPELLER_PPM (docs/format.md §5); match: MATCH_OFF,
+        MATCH_FLAG1 or MATCH_FLAG2 (§3.4); max_tokens: tokens per block (§3.5; None: MAX_MODEL_TOKENS, 0: no
+        bound); end_advance: a block's <end> advances the network (§3.2 step 6); cache: CACHE_OFF,
+        CACHE_TOKENS or CACHE_BODIES (§3.6, §5.1.1); forward: FORWARD_FLOAT or FORWARD_INT8 (§2.6); schedule
+        (dynamic contexts): (deep_every, shallow_emb, skip_permille) of nlm_codec_set_schedule, None: the
+        mode's; rates (dynamic contexts): (a, b) of nlm_codec_set_rates, None: the mode's."""
+        self.reset()
+        check(self._c.set_speller(int(speller)))
         check(self._c.set_match(int(match)))
         check(self._c.set_cache(int(cache)))
         check(self._c.set_end_advance(int(bool(end_advance))))
         check(self._c.set_max_tokens(MAX_MODEL_TOKENS if max_tokens is None else int(max_tokens)))
         check(self._c.set_forward(int(forward)))
         if self.adapt:
-            check(self._c.set_schedule(int(schedule[0]), int(schedule[1]), int(schedule[2])))
-            check(self._c.set_rates(int(rates[0]), int(rates[1])))
+            if schedule is not None:
+                check(self._c.set_schedule(int(schedule[0]), int(schedule[1]), int(schedule[2])))
+            if rates is not None:
+                check(self._c.set_rates(int(rates[0]), int(rates[1])))
 
     def save(self):
         check(self._c.save())

@@ -6,6 +6,9 @@ turns them into NLMError.
 """
 from ._nlm_cffi import ffi, lib
 
+FORMAT_VERSION, FORMAT_OLDEST = lib.NLM_FORMAT_VERSION, lib.NLM_FORMAT_OLDEST
+MODE_STATIC, MODE_DYNAMIC, MODE_HEADS = lib.NLM_MODE_STATIC, lib.NLM_MODE_DYNAMIC, lib.NLM_MODE_HEADS
+MAX_BLOCK_TOKENS = lib.NLM_MAX_BLOCK_TOKENS
 TOKEN_SIZE = ffi.sizeof("NlmLexToken")
 TRACE_SIZE = ffi.sizeof("NlmTraceRec")
 
@@ -82,6 +85,9 @@ class Codec:
 
     def ok(self):
         return self.c is not None
+
+    def reset_for(self, version, mode):
+        return lib.nlm_codec_reset_for(self.c, version, mode)
 
     def reset(self):
         return lib.nlm_codec_reset(self.c)

@@ -9,6 +9,13 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from "nlm.h" nogil:
+    enum:
+        NLM_FORMAT_VERSION
+        NLM_FORMAT_OLDEST
+        NLM_MODE_STATIC
+        NLM_MODE_DYNAMIC
+        NLM_MODE_HEADS
+        NLM_MAX_BLOCK_TOKENS
     const char* nlm_error_name(int code)
     ctypedef struct NlmLexToken:
         uint32_t off
@@ -31,16 +38,8 @@ cdef extern from "nlm.h" nogil:
     NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err)
     size_t nlm_codec_memory(const NlmCodec* c)
     void nlm_codec_free(NlmCodec* c)
-    int nlm_codec_reset(NlmCodec* c)
-    int nlm_codec_set_speller(NlmCodec* c, int kind)
-    int nlm_codec_set_match(NlmCodec* c, int level)
-    int nlm_codec_set_cache(NlmCodec* c, int level)
-    int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille)
-    int nlm_codec_set_rates(NlmCodec* c, int a, int b)
+    int nlm_codec_reset_for(NlmCodec* c, int version, int mode)
     int nlm_codec_set_frozen(NlmCodec* c, int on)
-    int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
-    int nlm_codec_set_end_advance(NlmCodec* c, int on)
-    int nlm_codec_set_forward(NlmCodec* c, int level)
     int nlm_codec_set_bit_stats(NlmCodec* c, int on)
     int nlm_codec_save(NlmCodec* c)
     int nlm_codec_restore(NlmCodec* c)
@@ -62,6 +61,22 @@ cdef extern from "nlm.h" nogil:
     const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* length)
     int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
 
+# The tuning switches (csrc/nlm_lab.h): tests and measurements only; frames are read and written through
+# nlm_codec_reset_for alone.
+cdef extern from "nlm_lab.h" nogil:
+    int nlm_codec_reset(NlmCodec* c)
+    int nlm_codec_set_speller(NlmCodec* c, int kind)
+    int nlm_codec_set_match(NlmCodec* c, int level)
+    int nlm_codec_set_cache(NlmCodec* c, int level)
+    int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int skip_permille)
+    int nlm_codec_set_rates(NlmCodec* c, int a, int b)
+    int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
+    int nlm_codec_set_end_advance(NlmCodec* c, int on)
+    int nlm_codec_set_forward(NlmCodec* c, int level)
+
+FORMAT_VERSION, FORMAT_OLDEST = NLM_FORMAT_VERSION, NLM_FORMAT_OLDEST
+MODE_STATIC, MODE_DYNAMIC, MODE_HEADS = NLM_MODE_STATIC, NLM_MODE_DYNAMIC, NLM_MODE_HEADS
+MAX_BLOCK_TOKENS = NLM_MAX_BLOCK_TOKENS
 TOKEN_SIZE = sizeof(NlmLexToken)
 TRACE_SIZE = sizeof(NlmTraceRec)
 
@@ -162,6 +177,9 @@ cdef class Codec:
 
     def ok(self):
         return self.c != NULL
+
+    def reset_for(self, int version, int mode):
+        return nlm_codec_reset_for(self.c, version, mode)
 
     def reset(self):
         return nlm_codec_reset(self.c)

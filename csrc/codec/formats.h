@@ -1,0 +1,32 @@
+/* formats.h: the one table of what a frame format and coding mode mean to a word-model block.
+ *
+ * Owns: the mapping (format version, mode) -> the codec options its word-model blocks are coded with
+ * (docs/format.md §7.4 and the format policy).  nlm_codec_reset_for (codec.c) is its only reader.  A
+ * released format's rows never change: a new format adds its own rows below the frozen ones.
+ */
+#ifndef NLM_CODEC_FORMATS_H
+#define NLM_CODEC_FORMATS_H
+
+#include "nlm.h"
+#include "speller/speller.h" /* SPELLER_CM */
+
+typedef struct {
+    int version, mode;    /* frame format version, NLM_MODE_* */
+    int speller;          /* SPELLER_* that spells the bodies the spelling cache escapes (§5) */
+    int match;            /* token match flag (§3.4): 0 off, 1 one APM, 2 two APMs */
+    int cache;            /* token cache (§3.6): 0 off, 1 tokens, 2 tokens and the body mixer (§5.1.1) */
+    uint32_t max_tokens;  /* most tokens of one block, END included (§3.5); 0 none */
+    int end_advance;      /* a block's <end> advances the network (§3.2 step 6) */
+    int forward;          /* 1: the integer forward products (§2.6) */
+    int deep_every;       /* dynamic contexts: 1 everything adapts every segment (§6.3), 0 the heads only (§6.5) */
+    int rate_a, rate_b;   /* dynamic contexts: trained step sizes times rate_a, decay times rate_b (§6.5) */
+} NlmFormatRow;
+
+static const NlmFormatRow NLM_FORMATS[] = {
+    /* format 13, the 1.0 format (frozen) */
+    {13, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1},
+    {13, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1},
+    {13, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1},
+};
+
+#endif /* NLM_CODEC_FORMATS_H */
