@@ -1,13 +1,13 @@
-"""The decoder: walks one frame (format 1, 2 or 3; layout in _frame.py) and produces its bytes on demand,
+"""The decoder: walks one frame (layout in _frame.py) and produces its bytes on demand,
 a block at a time (one thread) or a group per worker (several threads), checking everything on the way.
 
 Memory: the input it has not used, plus at most one block of output (one thread) or one group of output
 per thread.  The input buffer is consumed through an offset and compacted, so feeding it in small
 pieces costs linear time.
 
-Hostile input (codec/FORMAT.md §7.3): max_output bounds the output; a block whose declared size would
+Hostile input (docs/format.md §7.3): max_output bounds the output; a block whose declared size would
 cross it is refused before it is decoded (and, when the whole input is at hand, before anything is
-decoded at all).  Formats 3 and 4 check each model block's CRC32 right after decoding it, so a forged
+decoded at all).  Each model block's CRC32 is checked right after decoding it, so a forged
 block costs at most one block (64 KiB of the word model, 256 KiB of the byte model) of decoding.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ class _Block:
 
     def __init__(self, kind, start, size, payload, index, crc=None):
         self.kind, self.start, self.size, self.payload, self.index = kind, start, size, payload, index
-        self.crc = crc                # formats 3, 4 model blocks: CRC32 of the output, else None
+        self.crc = crc                # model blocks: CRC32 of the output, else None
 
 
 class FrameDecoder:
@@ -59,7 +59,7 @@ class FrameDecoder:
         self.adapt = None
         self.check = None
         self.model_id = None
-        self.info = None              # FrameInfo at the end of the frame (format 1: after the header)
+        self.info = None              # FrameInfo at the end of the frame
         self._crc = 0
         self._out_size = 0
         self._codec = None
@@ -68,10 +68,9 @@ class FrameDecoder:
         self._lock = threading.Lock()
         self._reset = True
         self._nblock = 0
-        self._groups = []             # format 2: [size, coded bytes] of the groups seen
+        self._groups = []             # [size, coded bytes] of the groups seen
         self._blocks = []             # BlockInfo of the blocks seen
         self._lz = None               # LzmaBlockReader of the lzma block being read
-        self._table = None            # format 1: the block table
         self._group = None            # threads: blocks of the group being gathered
         self._ended = False           # threads: the end marker has been read
         self._inflight = deque()
@@ -149,8 +148,7 @@ class FrameDecoder:
 
     def _truncated_message(self):
         where = {"start": "inside the frame header", "header": "inside the frame header",
-                 "blocks": "inside a block", "trailer": "inside the frame trailer",
-                 "v1blocks": "inside a block", "v1crc": "before the checksum"}[self._stage]
+                 "blocks": "inside a block", "trailer": "inside the frame trailer"}[self._stage]
         return f"truncated frame: compressed data ended {where}"
 
     def _step(self, complete):
@@ -167,20 +165,11 @@ class FrameDecoder:
                         declared = F.declared_size(mv[self._pos - self._hlen:])
                     self._check_bound(declared)
             elif st == "blocks":
-                out = self._next_v2(complete) if self._threads == 1 else self._next_threaded(complete)
+                out = self._next_block(complete) if self._threads == 1 else self._next_threaded(complete)
                 if out is not None:
                     return out
             elif st == "trailer":
                 self._parse_trailer()
-                return b""
-            elif st == "v1blocks":
-                out = self._next_v1()
-                if out is not None:
-                    return out
-            elif st == "v1crc":
-                self._check_content(int.from_bytes(self._take(4), "little")
-                                    if self.check == F.CHECK_CRC32 and self._need(4) else None)
-                self._finish()
                 return b""
             else:  # pragma: no cover
                 raise AssertionError(st)
@@ -191,17 +180,8 @@ class FrameDecoder:
         return True
 
     def _parse_header(self):
-        if self.version == 1:
-            adapt, check, model_id, size, table, n = F.parse_header_v1(self._rest())
-            self.info = F.FrameInfo(1, adapt, check, model_id, size,
-                                    tuple(F.BlockInfo(F.BLOCK_KINDS[t], s, p) for t, s, p in table), None)
-            self._table = table
-            self._stage = "v1blocks"
-            self._threads = 1          # format 1 has one chain of state: nothing to share out
-            self._check_bound(size)
-        else:
-            adapt, check, model_id, n = F.parse_header_v2(self._rest())
-            self._stage = "blocks"
+        adapt, check, model_id, n = F.parse_header(self._rest())
+        self._stage = "blocks"
         self.adapt, self.check, self.model_id = adapt, check, model_id
         self._pos += n
         self._hlen = n
@@ -239,27 +219,16 @@ class FrameDecoder:
         if self._codec is None:
             self._codec = self._take_codec()
         if self._reset:
-            self._codec.reset(**F.codec_options(self.version, self.adapt))
+            self._codec.reset(self.version)
             self._reset = False
         return self._codec
 
-    # format 1 ------------------------------------------------------------------------------------
-    def _next_v1(self):
-        if self._nblock == len(self._table):
-            self._stage = "v1crc"
-            return None
-        t, size, psize = self._table[self._nblock]
-        self._need(psize)
-        b = _Block(t, self._nblock == 0, size, self._take(psize), self._nblock)
-        self._nblock += 1
-        return self._decode(self._model_codec() if t == F.BLOCK_MODEL else None, b)
-
-    # format 2 ------------------------------------------------------------------------------------
+    # blocks ------------------------------------------------------------------------------------
     def _parse_block(self):
         """The next block (payload present) or None at the end marker; raises Incomplete."""
         rest = self._rest()
         i = self._nblock
-        hdr = F.parse_block_header(rest, 0, i, self.version)
+        hdr = F.parse_block_header(rest, 0, i)
         if hdr is None:
             return None
         kind, start, size, psize, p = hdr
@@ -268,7 +237,7 @@ class FrameDecoder:
         if kind == F.BLOCK_MODEL and self.model_id is None:
             raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
         self._check_bound(self._declared + size)
-        tail = F.block_check_size(self.version, kind)
+        tail = F.block_check_size(kind)
         if len(rest) < p + psize + tail:
             raise F.Incomplete
         del rest
@@ -285,7 +254,7 @@ class FrameDecoder:
         self._nblock += 1
         return b
 
-    def _next_v2(self, complete):
+    def _next_block(self, complete):
         if self._lz is not None:
             out = self._lz.read(READ_CHUNK)
             if self._lz.done:
@@ -301,7 +270,7 @@ class FrameDecoder:
                 self._bcoder.reset()
         if b.kind == F.BLOCK_LZMA:
             self._lz = F.LzmaBlockReader(b.payload, b.size, b.index)
-            return self._next_v2(complete)
+            return self._next_block(complete)
         if b.kind == F.BLOCK_BYTE:
             return self._decode(self._byte_coder(), b)
         return self._decode(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
@@ -313,7 +282,7 @@ class FrameDecoder:
             for b in blocks:
                 if b.kind == F.BLOCK_MODEL and codec is None:
                     codec = self._take_codec()
-                    codec.reset(**F.codec_options(self.version, self.adapt))
+                    codec.reset(self.version)
                 if b.kind == F.BLOCK_BYTE and bcoder is None:
                     bcoder = _new_byte_coder()
                 out.append(self._decode(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
@@ -355,7 +324,7 @@ class FrameDecoder:
         self._inflight.append(self._pool.submit(self._run_group, blocks))
 
     def _parse_trailer(self):
-        groups, total, content, n = F.parse_trailer_v2(self._rest(), 0, self.check)
+        groups, total, content, n = F.parse_trailer(self._rest(), 0, self.check)
         F.check_index(groups, total, self._groups)
         if total != self._out_size:
             raise NLMError("corrupt frame trailer: the total size does not match the decoded size")

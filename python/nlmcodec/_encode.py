@@ -1,14 +1,14 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes format-7 frames
-(layout: _frame.py; spec: codec/FORMAT.md §7), in bounded memory, on one or several threads.
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes frames
+(layout: _frame.py; spec: docs/format.md §7), in bounded memory, on one or several threads.
 
-Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4):
+Policy (not part of the format; any valid choice decodes; docs/format.md §7.4):
 
 * Groups of GROUP_SIZE input bytes (cut after the last newline in the final 4 KiB, else the last space,
   else at the size), each coded from the trained state.  The cut depends only on the input, never on how
   it was fed or on the thread count, so the frame is the same for any number of threads.
-* Blocks of BLOCK_SIZE bytes (64 KiB, the format-3 limit of a word-model block) inside a group (same cut
+* Blocks of BLOCK_SIZE bytes (64 KiB, the limit of a word-model block) inside a group (same cut
   rule), so one call into C is about a second of work at dynamic-mode speed; a block the word model is
-  tried on is cut again before its token MAX_MODEL_TOKENS (format 7: the bound on a block, §3.5).  Per block the word model is
+  tried on is cut again before its token MAX_MODEL_TOKENS (the bound on a block, §3.5).  Per block the word model is
   tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
   when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
   block (counting the 32-byte model id in a one-group frame; "clearly ahead" without coding lzma preset 1
@@ -38,7 +38,7 @@ Policy (not part of the format; any valid choice decodes; codec/FORMAT.md §7.4)
   and is rolled back; when that is more than PROBE_RATIO times lzma preset 1 or more than PROBE_BYTE_MARGIN
   times the byte model on the same bytes, the word model is not tried on the rest of the group (XML, logs,
   code, other languages are not coded twice; the margin keeps out code on which the word model is barely
-  ahead over 16 KiB, such as zlib-source.c from format 10, and sits well above every dev text's ratio).
+  ahead over 16 KiB, such as zlib-source.c, and sits well above every dev text's ratio).
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ from . import _frame as F
 GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
 PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks are coded together up to this
 BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, codec/FORMAT.md §9.1)
-BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format-4 limit)
+BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format's limit)
 STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 SCREEN_RATIO = 0.5            # speed only: at most this x zlib -1 counts as below BYTE_TRY_RATIO x lzma -1 (_above_try_ratio)
@@ -62,7 +62,7 @@ EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end t
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
 EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.079x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
-BLOCK_SIZE = F.MAX_MODEL_BLOCK_V3   # input bytes per block (format 3 allows no larger word-model block)
+BLOCK_SIZE = F.MAX_MODEL_BLOCK     # input bytes per block (the format allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
 PROBE_SIZE = 16 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
@@ -276,13 +276,13 @@ def _plain(raw, bm=None):
 
 
 def _model_part(size: int, payload: bytes, block) -> tuple:
-    """A word-model block: its payload followed by the block check (CRC32 of its bytes, formats 3, 4)."""
+    """A word-model block: its payload followed by the block check (CRC32 of its bytes)."""
     return (F.BLOCK_MODEL, size, payload + zlib.crc32(block).to_bytes(F.BLOCK_CHECK_SIZE, "little"))
 
 
 def _psize(t: int, body: bytes) -> int:
     """Payload size of a part (its body holds the payload, then the block check of a model block)."""
-    return len(body) - F.block_check_size(F.FORMAT_VERSION, t)
+    return len(body) - F.block_check_size(t)
 
 
 def _coded_size(parts) -> int:
@@ -302,7 +302,7 @@ def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
     parts, run = [], []               # run: (start, length) of the pending non-model blocks
     used = False
     if codec is not None:
-        codec.reset(**F.codec_options(F.FORMAT_VERSION, codec.adapt))   # the schedule of its mode
+        codec.reset()                     # the current format in the codec's mode
     probe_ok = codec is not None
     track = None                      # the byte model over the group, coded alongside the word model
     wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
@@ -380,7 +380,7 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one format-7 frame, a group at a time.
+    """Writes one frame, a group at a time.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
     32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups
@@ -464,7 +464,7 @@ class FrameEncoder:
     def _write(self, raw_size, group_bytes, used, out):
         if not self._header_done:
             with_id = self._get_codec is not None and (used or self._multi)
-            out.append(F.header_v2(self._adapt, self._check, self._model_id if with_id else None))
+            out.append(F.header(self._adapt, self._check, self._model_id if with_id else None))
             self._header_done = True
         self._groups.append((raw_size, len(group_bytes)))
         out.append(group_bytes)
@@ -550,9 +550,9 @@ class FrameEncoder:
         self._collect(out, keep=0)
         self._flush_plain(out)
         if not self._header_done:      # empty input
-            out.append(F.header_v2(self._adapt, self._check, None))
+            out.append(F.header(self._adapt, self._check, None))
             self._header_done = True
-        out.append(F.trailer_v2(self._groups, self._size, self._check, self._crc))
+        out.append(F.trailer(self._groups, self._size, self._check, self._crc))
         self._done = True
         self._shutdown()
         return b"".join(out)
@@ -563,7 +563,7 @@ def max_compressed_size(n: int, group_size: int = GROUP_SIZE) -> int:
     groups = -(-n // (group_size - CUT_WINDOW + 1))
     blocks = groups + -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
     vi = lambda v: len(F.varint(v))
-    header = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE
+    header = F.HEADER_SIZE + F.MODEL_ID_SIZE
     trailer = 1 + vi(groups) + groups * (vi(group_size) + vi(group_size + (group_size // BLOCK_SIZE + 2) * 7)) \
         + vi(n) + 4 + 4 + F.FOOTER_SIZE
     return n + header + trailer + blocks * (1 + vi(BLOCK_SIZE) * 2)

@@ -1,14 +1,14 @@
-"""The nlmcodec frame layout (codec/FORMAT.md §7): constants, varints, the lzma block codec, the frame
-header / block header / trailer serialisers and parsers of formats 5, 4, 3 and 2 (one layout; format 3 adds
-the block check and tighter limits, format 4 the byte-model block, format 5 the byte-model speller inside
-word-model blocks: speller_of, match_of), the format-1 header parser (read only), frame inspection
-(get_frame_info, list_frames) and the output bound (declared_size).  Policy lives elsewhere: what the encoder
-chooses is _encode.py, how a decoder walks a frame is _decode.py.
+"""The nlmcodec frame layout (docs/format.md §7): constants, varints, the lzma block codec, the frame header,
+block header and trailer serialisers and parsers, frame inspection (get_frame_info, list_frames) and the output
+bound (declared_size).  Policy lives elsewhere: what the encoder chooses is _encode.py, how a decoder walks a
+frame is _decode.py, what a format and mode mean to a word-model block is the C core's table
+(csrc/codec/formats.h, reached through _core.Codec.reset).
 
-Format 5 (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
+The frame (all fixed-width integers little-endian; "varint" = unsigned LEB128, canonical, <= 9 bytes)::
 
-    header    magic B1 4E 4C 4D | version 5 | flags | [model id, 32 bytes] | header CRC32 (4)
-              flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bits 4-7 zero
+    header    magic B1 4E 4C 4D | version | flags | [model id, 32 bytes] | header CRC32 (4)
+              flags: bit 0 adapt, bits 1-2 check (0 none, 1 CRC32), bit 3 model id present, bit 4 heads mode
+              (with bit 0), bits 5-7 zero
     block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): model blocks]
               type: bits 0-1 kind (0 stored, 1 lzma, 2 word model, 3 byte model), bit 2 group start,
               bits 3-7 zero
@@ -19,13 +19,13 @@ Format 5 (all fixed-width integers little-endian; "varint" = unsigned LEB128, ca
               | [content CRC32 (4), when check = CRC32] | index CRC32 (4) of every index byte from 0x80 on
     footer    backward size (4): bytes from 0x80 to the end of the index CRC | B1 4E ("\\xb1N")
 
-Format 4 (read only) has the same layout; its word-model blocks spell unknown words with the PPM alone
-(codec/FORMAT.md §5.2 against §5.4).  Format 3 (read only) is format 4 without the byte-model block.  Format 2 (read only) is format 3 without
-the block CRC32; its word-model blocks are read up to 64 KiB.
-
 A group is a run of blocks that starts with a group-start block; the word model's state is reset to
 the trained state at every group start and carried across the group's word-model blocks, so groups
 are independent (coded in parallel, seekable through the index).
+
+Format policy (docs/format.md): every released format decodes forever; a new format is added beside the
+frozen ones (a row of csrc/codec/formats.h, its own vectors), never by editing one.  Format 13 is the 1.0
+format; frames of formats 1-12 are refused with a message naming the release that reads them.
 """
 from __future__ import annotations
 
@@ -34,12 +34,15 @@ import lzma
 import zlib
 from collections import namedtuple
 
+from ._backend import native
 from ._errors import NLMError
 
 MAGIC = b"\xb1NLM"
 FOOTER_MAGIC = b"\xb1N"
-FORMAT_VERSION = 13                                          # what this build writes
-READ_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)  # what this build reads
+FORMAT_VERSION = native.FORMAT_VERSION                       # what this build writes (nlm.h)
+READ_VERSIONS = tuple(range(native.FORMAT_OLDEST, FORMAT_VERSION + 1))   # what it reads
+RETIRED_VERSIONS = range(1, 13)  # formats of the 0.1 series, read by nlmcodec 0.1.0 only
+RETIRED_READER = "0.1.0"
 CHECK_NONE = 0
 CHECK_CRC32 = 1
 _CHECKS = (CHECK_NONE, CHECK_CRC32)
@@ -47,19 +50,18 @@ _CHECKS = (CHECK_NONE, CHECK_CRC32)
 FLAG_ADAPT = 0x01
 FLAG_CHECK_SHIFT = 1
 FLAG_CHECK_MASK = 0x06
-FLAG_MODEL = 0x08             # format 2: a model id follows the flags
-FLAG_NO_MODEL_V1 = 0x08       # format 1: bit 3 meant the opposite (no model id)
-FLAG_HEADS = 0x10             # format 12, with FLAG_ADAPT: heads mode, only the heads adapt (FORMAT.md §6.5)
+FLAG_MODEL = 0x08             # a model id follows the flags
+FLAG_HEADS = 0x10             # with FLAG_ADAPT: heads mode, only the heads adapt (docs/format.md §6.5)
 _FLAG_KNOWN = FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_MODEL
 HEADS = "heads"               # the adapt value of heads mode (adapt_mode)
-DEFAULT_ADAPT = HEADS         # the mode of compress() and the CLI when none is asked for: heads mode, the default
-                              # dynamic mode chosen by issue 11's figures (benchmarks/default_mode.md)
+DEFAULT_ADAPT = HEADS         # the mode of compress() and the CLI when none is asked for
+                              # (docs/decisions/default-mode.md)
 
 
 def adapt_mode(adapt):
     """The one spelling of a coding mode: False (static), True (dynamic: every part adapts, §6.3-§6.4) or
-    HEADS ("heads": dynamic, the output heads only, over the integer transition, §6.5; format 12).  Accepts
-    bools and "static", "dynamic", "heads"; ValueError otherwise."""
+    HEADS ("heads": dynamic, the output heads only, over the integer transition, §6.5).  Accepts bools and
+    "static", "dynamic", "heads"; ValueError otherwise."""
     if adapt is True or adapt is False:
         return adapt
     m = {"static": False, "dynamic": True, HEADS: HEADS}.get(adapt) if isinstance(adapt, str) else None
@@ -67,50 +69,10 @@ def adapt_mode(adapt):
         raise ValueError(f"adapt must be True, False, 'static', 'dynamic' or 'heads', not {adapt!r}")
     return m
 
+
 BLOCK_STORED, BLOCK_LZMA, BLOCK_MODEL, BLOCK_BYTE = 0, 1, 2, 3
 BLOCK_KINDS = {BLOCK_STORED: "stored", BLOCK_LZMA: "lzma", BLOCK_MODEL: "model", BLOCK_BYTE: "byte"}
-FIRST_VERSION = {BLOCK_STORED: 1, BLOCK_LZMA: 1, BLOCK_MODEL: 1, BLOCK_BYTE: 4}   # the kind exists from
-SPELLER_FROM = 5              # word-model blocks spell with the byte model from this version (FORMAT.md §5.4)
-
-
-def speller_of(version: int) -> int:
-    """The speller of a frame version's word-model blocks: _core.SPELLER_CM or SPELLER_PPM (nlm.h)."""
-    return 1 if version >= SPELLER_FROM else 0
-
-
-MATCH_FROM = 6                # word-model blocks code the token match flag from this version (FORMAT.md §3.4)
-FLAG2_FROM = 10               # ... its probability from two APMs from this version
-
-
-def match_of(version: int) -> int:
-    """The match level of a frame version's word-model blocks (Codec.reset's match, nlm.h
-    nlm_codec_set_match): 0 no match flag, 1 the flag from one APM, 2 from two."""
-    return 2 if version >= FLAG2_FROM else 1 if version >= MATCH_FROM else 0
-
-
-CACHE_FROM = 8                # word-model blocks mix the token cache into the class and word stages (§3.6)
-BODYMIX_FROM = 9              # ... and the spelling cache's symbol with the group's unknown bodies (§5.1.1)
-INT8_FORWARD_FROM = 11        # ... and a static stream's heads and recurrent product are integer (§2.6)
-HEADS_FROM = 12               # ... and a frame may be in heads mode (FLAG_HEADS, §6.5)
-HEADS_RATES_FROM = 13         # ... whose update takes the trained step sizes times HEADS_LR_MUL and decay times
-HEADS_LR_MUL = 2              # HEADS_DECAY_MUL (nlm.h nlm_codec_set_rates; chosen on dev:
-HEADS_DECAY_MUL = 1           # benchmarks/heads_rates_dev.md)
-BLOCK_END_FROM = 7            # from this version a word-model block holds at most MAX_MODEL_TOKENS tokens
-MAX_MODEL_TOKENS = 16384      # (END included; nlm.h NLM_MAX_BLOCK_TOKENS; FORMAT.md §3.5), and its <end>
-                              # does not advance the network (§3.2 step 6)
-
-
-def codec_options(version: int, adapt=True) -> dict:
-    """Codec.reset's arguments for a frame version's word-model blocks in mode `adapt` (adapt_mode's values):
-    the one place that maps a format version and mode to how its word-model blocks are coded."""
-    new = version >= BLOCK_END_FROM
-    return {"speller": speller_of(version), "match": match_of(version),
-            "max_tokens": MAX_MODEL_TOKENS if new else 0, "end_advance": not new,
-            "cache": 2 if version >= BODYMIX_FROM else 1 if version >= CACHE_FROM else 0,
-            "forward": 1 if version >= INT8_FORWARD_FROM else 0,
-            "schedule": (0, 0, 0) if adapt == HEADS and version >= HEADS_FROM else (1, 0, 0),
-            "rates": (HEADS_LR_MUL, HEADS_DECAY_MUL) if adapt == HEADS and version >= HEADS_RATES_FROM else (1, 1)}
-
+MAX_MODEL_TOKENS = native.MAX_BLOCK_TOKENS   # tokens of one word-model block, END included (§3.5)
 
 TYPE_KIND_MASK = 0x03
 TYPE_GROUP_START = 0x04
@@ -119,20 +81,16 @@ END_MARKER = 0x80
 MODEL_ID_SIZE = 32
 MAX_VARINT_BYTES = 9
 MAX_SIZE = (1 << 63) - 1
-HEADER_SIZE_V2 = 4 + 1 + 1 + 4          # without the model id
+HEADER_SIZE = 4 + 1 + 1 + 4             # without the model id
 FOOTER_SIZE = 4 + len(FOOTER_MAGIC)
 
-# Decoder limits of formats 2 and 3 (what any valid frame respects; the encoder's choices are in _encode.py).
+# Decoder limits (what any valid frame respects; the encoder's choices are in _encode.py).
 MAX_STORED_BLOCK = 1 << 20    # stored blocks: at most 1 MiB each
-MAX_MODEL_BLOCK_V2 = 1 << 16  # format-2 word-model blocks: format 2 allowed 1 MiB, its encoder wrote at most
-                              # 64 KiB; this reader takes no more (a forged block: one 64 KiB block of work)
-MAX_MODEL_BLOCK_V3 = 1 << 16  # format-3 word-model blocks: at most 64 KiB (the encoder's block size), so a
-                              # forged block costs at most 64 KiB of decoding before its CRC fails
-MAX_BYTE_BLOCK = 1 << 18     # format-4 byte-model blocks: at most 256 KiB (a forged one: 256 KiB of work)
-BLOCK_CHECK_SIZE = 4          # formats 3, 4: CRC32 of a model block's output, after its payload
+MAX_MODEL_BLOCK = 1 << 16     # word-model blocks: at most 64 KiB (the encoder's block size), so a forged block
+                              # costs at most 64 KiB of decoding before its CRC fails
+MAX_BYTE_BLOCK = 1 << 18      # byte-model blocks: at most 256 KiB (a forged one: 256 KiB of work)
+BLOCK_CHECK_SIZE = 4          # CRC32 of a model block's output, after its payload
 MAX_LZMA_BLOCK = 1 << 26      # lzma blocks: at most 64 MiB (decoded incrementally)
-# Format 1 limit (read only): word-model blocks of at most 1 MiB.
-V1_BLOCK_MAX = 1 << 20
 
 LZMA_DICT_MIN = 1 << 12
 LZMA_DICT_MAX = 1 << 26
@@ -140,8 +98,8 @@ LZMA_DICT_MAX = 1 << 26
 FrameInfo = namedtuple("FrameInfo", "format_version adapt check model_id decompressed_size blocks groups",
                        defaults=(None,))
 FrameInfo.__doc__ = """One frame (see get_frame_info).  adapt: False (static), True (dynamic) or "heads" (heads
-mode, format 12); model_id is None when the frame names no model; blocks is a tuple of BlockInfo; groups
-(format 2) a tuple of GroupInfo, None for format 1."""
+mode); model_id is None when the frame names no model; blocks is a tuple of BlockInfo; groups a tuple of
+GroupInfo."""
 BlockInfo = namedtuple("BlockInfo", "kind size compressed_size")
 BlockInfo.__doc__ = "One block: kind ('stored', 'lzma' or 'model'), original and payload size."
 GroupInfo = namedtuple("GroupInfo", "size coded_size")
@@ -245,10 +203,8 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------- format 2
-def header_v2(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
-    """Frame header of formats 2 to 13 (one layout; FLAG_HEADS from format 12).  adapt: adapt_mode's values."""
-    if adapt == HEADS and version < HEADS_FROM:
-        raise ValueError(f"heads mode needs format {HEADS_FROM}")
+def header(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
+    """Frame header.  adapt: adapt_mode's values."""
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0) | \
         (FLAG_HEADS if adapt == HEADS else 0)
     h = bytearray(MAGIC)
@@ -264,7 +220,7 @@ def block_header(kind: int, group_start: bool, size: int, payload_size: int) -> 
     return bytes([kind | (TYPE_GROUP_START if group_start else 0)]) + varint(size) + varint(payload_size)
 
 
-def trailer_v2(groups, total: int, check: int, content_crc: int) -> bytes:
+def trailer(groups, total: int, check: int, content_crc: int) -> bytes:
     """End marker, index, checks and footer.  groups: [(size, coded bytes)]."""
     t = bytearray([END_MARKER])
     t += varint(len(groups))
@@ -287,6 +243,10 @@ def parse_start(buf):
         raise Incomplete
     v = buf[4]
     if v not in READ_VERSIONS:
+        if v in RETIRED_VERSIONS:
+            raise NLMError(f"format version {v} is retired: nlmcodec {RETIRED_READER} reads it "
+                           f"(pip install nlmcodec=={RETIRED_READER}); this build reads version "
+                           f"{', '.join(map(str, READ_VERSIONS))}")
         if v > FORMAT_VERSION:
             raise NLMError(f"unsupported format version {v}: written by a newer nlmcodec "
                            f"(this build reads versions {', '.join(map(str, READ_VERSIONS))})")
@@ -295,11 +255,11 @@ def parse_start(buf):
     return v, buf[5]
 
 
-def parse_header_v2(buf):
-    """(adapt, check, model_id, header length) of a frame header of formats 2 to 12 at buf[0]; adapt is
-    adapt_mode's False, True or HEADS."""
+def parse_header(buf):
+    """(adapt, check, model_id, header length) of the frame header at buf[0]; adapt is adapt_mode's False,
+    True or HEADS."""
     version, flags = parse_start(buf)
-    known = _FLAG_KNOWN | (FLAG_HEADS if version >= HEADS_FROM and flags & FLAG_ADAPT else 0)
+    known = _FLAG_KNOWN | (FLAG_HEADS if flags & FLAG_ADAPT else 0)
     if flags & ~known:
         raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
     check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
@@ -314,21 +274,21 @@ def parse_header_v2(buf):
     return (HEADS if flags & FLAG_HEADS else bool(flags & FLAG_ADAPT)), check, model_id, n + 4
 
 
-def block_check_size(version: int, kind: int) -> int:
-    """Bytes of block check after the payload: 4 (CRC32) for the model blocks of formats 3 and 4, else 0."""
-    return BLOCK_CHECK_SIZE if version >= 3 and kind in (BLOCK_MODEL, BLOCK_BYTE) else 0
+def block_check_size(kind: int) -> int:
+    """Bytes of block check after the payload: 4 (CRC32) for word-model and byte-model blocks, else 0."""
+    return BLOCK_CHECK_SIZE if kind in (BLOCK_MODEL, BLOCK_BYTE) else 0
 
 
-def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION):
-    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos]
-    of a frame of `version` (2, 3 or 4), or None for the end marker; Incomplete if buf ends inside it."""
+def parse_block_header(buf, pos: int, index: int):
+    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos], or
+    None for the end marker; Incomplete if buf ends inside it."""
     if pos >= len(buf):
         raise Incomplete
     t = buf[pos]
     if t == END_MARKER:
         return None
     kind = t & TYPE_KIND_MASK
-    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START) or version < FIRST_VERSION[kind]:
+    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START):
         raise NLMError(f"corrupt frame: block {index} has unknown type 0x{t:02x}")
     size, p = read_varint(buf, pos + 1, "block header")
     psize, p = read_varint(buf, p, "block header")
@@ -341,13 +301,13 @@ def parse_block_header(buf, pos: int, index: int, version: int = FORMAT_VERSION)
     if kind == BLOCK_BYTE and psize < 2:
         raise NLMError(f"corrupt frame: byte-model block {index} has a payload of {psize} bytes")
     limit = MAX_LZMA_BLOCK if kind == BLOCK_LZMA else MAX_STORED_BLOCK if kind == BLOCK_STORED else \
-        MAX_BYTE_BLOCK if kind == BLOCK_BYTE else MAX_MODEL_BLOCK_V3 if version >= 3 else MAX_MODEL_BLOCK_V2
+        MAX_BYTE_BLOCK if kind == BLOCK_BYTE else MAX_MODEL_BLOCK
     if size > limit:
         raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
     return kind, bool(t & TYPE_GROUP_START), size, psize, p
 
 
-def parse_trailer_v2(buf, pos: int, check: int):
+def parse_trailer(buf, pos: int, check: int):
     """Parse the index, checks and footer starting at the end marker buf[pos].
     Returns (groups, total size, content CRC or None, position after the footer)."""
     start = pos
@@ -376,79 +336,16 @@ def parse_trailer_v2(buf, pos: int, check: int):
     return groups, total, content, p + FOOTER_SIZE
 
 
-# ---------------------------------------------------------------------------------------------- format 1
-def parse_header_v1(buf):
-    """(adapt, check, model_id, size, table [(kind, size, psize)], header length) of a format-1 header
-    (written by nlmcodec 0.1.x; read only)."""
-    _, flags = parse_start(buf)
-    if flags & ~(FLAG_ADAPT | FLAG_CHECK_MASK | FLAG_NO_MODEL_V1):
-        raise NLMError(f"corrupt frame header: unknown flags 0x{flags:02x}")
-    check = (flags & FLAG_CHECK_MASK) >> FLAG_CHECK_SHIFT
-    if check not in _CHECKS:
-        raise NLMError(f"corrupt frame header: unknown check type {check}")
-    pos = 6
-    model_id = None
-    if not flags & FLAG_NO_MODEL_V1:
-        if len(buf) < pos + MODEL_ID_SIZE:
-            raise Incomplete
-        model_id = bytes(buf[pos:pos + MODEL_ID_SIZE])
-        pos += MODEL_ID_SIZE
-    size, pos = read_varint(buf, pos, "original size")
-    count, pos = read_varint(buf, pos, "block count")
-    if count > size:
-        raise NLMError(f"corrupt frame header: {count} blocks for {size} bytes")
-    table, total = [], 0
-    for i in range(count):
-        if pos >= len(buf):
-            raise Incomplete
-        t = buf[pos]
-        if t not in BLOCK_KINDS or FIRST_VERSION[t] > 1:
-            raise NLMError(f"corrupt frame header: block {i} has unknown type {t}")
-        bsize, pos = read_varint(buf, pos + 1, "block table")
-        psize, pos = read_varint(buf, pos, "block table")
-        if bsize == 0:
-            raise NLMError(f"corrupt frame header: block {i} is empty")
-        if total + bsize > size:
-            raise NLMError("corrupt frame header: block sizes exceed the original size")
-        if t == BLOCK_STORED and psize != bsize:
-            raise NLMError(f"corrupt frame header: stored block {i} has payload size {psize} != {bsize}")
-        if psize > bsize:
-            raise NLMError(f"corrupt frame header: block {i} payload larger than its data")
-        if t == BLOCK_MODEL:
-            if model_id is None:
-                raise NLMError(f"corrupt frame header: word-model block {i} in a frame without a model")
-            if bsize > V1_BLOCK_MAX:
-                raise NLMError(f"corrupt frame header: word-model block {i} larger than {V1_BLOCK_MAX}")
-        table.append((t, bsize, psize))
-        total += bsize
-    if total != size:
-        raise NLMError("corrupt frame header: block sizes do not add up to the original size")
-    if model_id is not None and not any(t == BLOCK_MODEL for t, _, _ in table):
-        raise NLMError("corrupt frame header: model id present but no word-model block")
-    if len(buf) < pos + 4:
-        raise Incomplete
-    if crc32(bytes(buf[:pos])) != int.from_bytes(buf[pos:pos + 4], "little"):
-        raise NLMError("corrupt frame header: header checksum mismatch")
-    return bool(flags & FLAG_ADAPT), check, model_id, size, table, pos + 4
-
-
 # ---------------------------------------------------------------------------------------------- inspection
 def scan_frame(buf):
     """(FrameInfo, frame length) of the complete frame at the start of buf, from its headers and index
     alone (nothing is decoded, no model is needed).  Raises NLMError for a truncated or corrupt frame."""
     try:
         version, _ = parse_start(buf)
-        if version == 1:
-            adapt, check, model_id, size, table, p = parse_header_v1(buf)
-            p += sum(ps for _, _, ps in table) + (4 if check == CHECK_CRC32 else 0)
-            if len(buf) < p:
-                raise Incomplete
-            blocks = tuple(BlockInfo(BLOCK_KINDS[t], s, ps) for t, s, ps in table)
-            return FrameInfo(1, adapt, check, model_id, size, blocks, None), p
-        adapt, check, model_id, p = parse_header_v2(buf)
+        adapt, check, model_id, p = parse_header(buf)
         blocks, seen, i = [], [], 0
         while True:
-            hdr = parse_block_header(buf, p, i, version)
+            hdr = parse_block_header(buf, p, i)
             if hdr is None:
                 break
             kind, start, size, psize, q = hdr
@@ -458,7 +355,7 @@ def scan_frame(buf):
                 raise NLMError(f"corrupt frame: word-model block {i} in a frame without a model id")
             if start:
                 seen.append([0, 0])
-            tail = psize + block_check_size(version, kind)
+            tail = psize + block_check_size(kind)
             seen[-1][0] += size
             seen[-1][1] += q - p + tail
             blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
@@ -466,7 +363,7 @@ def scan_frame(buf):
             i += 1
         if len(buf) < p:
             raise Incomplete
-        groups, total, _, end = parse_trailer_v2(buf, p, check)
+        groups, total, _, end = parse_trailer(buf, p, check)
         check_index(groups, total, seen)
         return FrameInfo(version, adapt, check, model_id, total, tuple(blocks),
                          tuple(GroupInfo(s, c) for s, c in groups)), end
@@ -483,20 +380,13 @@ def check_index(groups, total, seen):
 
 
 def get_frame_info(data) -> FrameInfo:
-    """FrameInfo of the first frame in data.  Formats 2, 3: data must hold the whole frame (its sizes are in
-    the block headers and the trailer); format 1: the header is enough."""
+    """FrameInfo of the first frame in data, which must hold the whole frame (its sizes are in the block
+    headers and the trailer)."""
     buf = memoryview(data).cast("B")
     try:
-        version, _ = parse_start(buf)
+        parse_start(buf)
     except Incomplete:
         raise NLMError("truncated frame: the data ends inside the frame header") from None
-    if version == 1:
-        try:
-            adapt, check, model_id, size, table, _ = parse_header_v1(buf)
-        except Incomplete:
-            raise NLMError("truncated frame: the data ends inside the frame header") from None
-        return FrameInfo(1, adapt, check, model_id, size,
-                         tuple(BlockInfo(BLOCK_KINDS[t], s, p) for t, s, p in table), None)
     return scan_frame(buf)[0]
 
 
@@ -510,30 +400,26 @@ def list_frames(f):
     pos = base
     while pos < end:
         f.seek(pos)
-        head = f.read(HEADER_SIZE_V2 + MODEL_ID_SIZE)
+        head = f.read(HEADER_SIZE + MODEL_ID_SIZE)
         try:
-            version, _ = parse_start(head)
+            parse_start(head)
         except Incomplete:
             raise NLMError("truncated frame: the data ends inside the frame header") from None
-        if version == 1:
-            # format-1 frames are bounded by their header; read the whole frame
-            f.seek(pos)
-            info, n = scan_frame(f.read())
-        else:
-            info, n = _scan_file_v2(f, pos, version)
+        info, n = _scan_file(f, pos)
         out.append((info, n))
         pos += n
     f.seek(base)
     return out
 
 
-def _scan_file_v2(f, pos, version):
-    """scan_frame for a format-3 or format-2 frame at offset pos of a seekable file: block headers are read one by
-    one (a few bytes each), payloads are skipped."""
+def _scan_file(f, pos):
+    """scan_frame for the frame at offset pos of a seekable file: block headers are read one by one (a few
+    bytes each), payloads are skipped."""
     f.seek(pos)
-    head = f.read(HEADER_SIZE_V2 + MODEL_ID_SIZE)
+    head = f.read(HEADER_SIZE + MODEL_ID_SIZE)
     try:
-        adapt, check, model_id, p = parse_header_v2(head)
+        version, _ = parse_start(head)
+        adapt, check, model_id, p = parse_header(head)
     except Incomplete:
         raise NLMError("truncated frame: the data ends inside the frame header") from None
     blocks, seen, i = [], [], 0
@@ -542,7 +428,7 @@ def _scan_file_v2(f, pos, version):
         f.seek(cur)
         h = f.read(1 + 2 * MAX_VARINT_BYTES)
         try:
-            hdr = parse_block_header(h, 0, i, version)
+            hdr = parse_block_header(h, 0, i)
         except Incomplete:
             raise NLMError("truncated frame: the data ends inside a block header") from None
         if hdr is None:
@@ -552,7 +438,7 @@ def _scan_file_v2(f, pos, version):
             raise NLMError("corrupt frame: the first block does not start a group")
         if start:
             seen.append([0, 0])
-        tail = psize + block_check_size(version, kind)
+        tail = psize + block_check_size(kind)
         seen[-1][0] += size
         seen[-1][1] += q + tail
         blocks.append(BlockInfo(BLOCK_KINDS[kind], size, psize))
@@ -561,7 +447,7 @@ def _scan_file_v2(f, pos, version):
     f.seek(cur)
     tail = f.read(1 + MAX_VARINT_BYTES * (2 + 2 * len(seen)) + 8 + FOOTER_SIZE)
     try:
-        groups, total, _, n = parse_trailer_v2(tail, 0, check)
+        groups, total, _, n = parse_trailer(tail, 0, check)
     except Incomplete:
         raise NLMError("truncated frame: the data ends inside the frame trailer") from None
     check_index(groups, total, seen)
@@ -571,18 +457,15 @@ def _scan_file_v2(f, pos, version):
 
 
 def iter_blocks(buf):
-    """(kind, group start, size, payload, block CRC or None) of every block of the complete format-2/3
-    frame at the start of buf, from its headers (nothing is decoded)."""
-    version, _ = parse_start(buf)
-    if version == 1:
-        raise NLMError("iter_blocks reads formats 2 and 3")
-    p, i = parse_header_v2(buf)[3], 0
+    """(kind, group start, size, payload, block CRC or None) of every block of the complete frame at the
+    start of buf, from its headers (nothing is decoded)."""
+    p, i = parse_header(buf)[3], 0
     while True:
-        hdr = parse_block_header(buf, p, i, version)
+        hdr = parse_block_header(buf, p, i)
         if hdr is None:
             return
         kind, start, size, psize, q = hdr
-        tail = block_check_size(version, kind)
+        tail = block_check_size(kind)
         crc = int.from_bytes(buf[q + psize:q + psize + tail], "little") if tail else None
         yield kind, start, size, bytes(buf[q:q + psize]), crc
         p, i = q + psize + tail, i + 1
@@ -592,11 +475,11 @@ def same_frame(a, b) -> bool:
     """Two frames are the same coding of the same data up to the liblzma build: equal bytes, or the same
     header, the same blocks (kind, group start, size; stored and word-model blocks byte for byte, lzma
     blocks decoding to the same bytes) and the same data (the index then differs only in coded sizes).
-    What tests pin, so that they do not depend on the installed liblzma (issue 12)."""
+    What tests pin, so that they do not depend on the installed liblzma."""
     if a == b:
         return True
     try:
-        if parse_start(a)[0] == 1 or parse_header_v2(a) != parse_header_v2(b):
+        if parse_start(a)[0] != parse_start(b)[0] or parse_header(a) != parse_header(b):
             return False
         (ia, na), (ib, nb) = scan_frame(a), scan_frame(b)         # whole, valid frames
         ba, bb = list(iter_blocks(a)), list(iter_blocks(b))
@@ -618,9 +501,9 @@ def same_frame(a, b) -> bool:
 
 
 def frame_digest(frame) -> tuple:
-    """(SHA-256 hex, lzma payload bytes) of a complete format-2/3 frame: the SHA-256 of the frame when it
+    """(SHA-256 hex, lzma payload bytes) of a complete frame: the SHA-256 of the frame when it
     has no lzma block, else of the frame with each lzma block's payload replaced by the SHA-256 of what it
-    decodes to: what nlmcodec itself produces, independent of the liblzma build (issue 12)."""
+    decodes to: what nlmcodec itself produces, independent of the liblzma build."""
     import hashlib
 
     if not any(k == BLOCK_LZMA for k, *_ in iter_blocks(frame)):
@@ -628,7 +511,7 @@ def frame_digest(frame) -> tuple:
         return hashlib.sha256(bytes(frame)).hexdigest(), 0
     h = hashlib.sha256()
     info, n = scan_frame(frame)
-    h.update(bytes(frame[:parse_header_v2(frame)[3]]))
+    h.update(bytes(frame[:parse_header(frame)[3]]))
     lz = 0
     for kind, start, size, payload, crc in iter_blocks(frame):
         h.update(bytes([kind, start]) + varint(size))
@@ -642,23 +525,20 @@ def frame_digest(frame) -> tuple:
 
 
 def declared_size(buf) -> int:
-    """Output bytes the frame at the start of buf declares, from its headers alone (the format-1 header's
-    total; the block sizes of a format-2/3 frame, walked as far as buf holds well-formed block headers).
+    """Output bytes the frame at the start of buf declares, from its headers alone (its block sizes, walked as
+    far as buf holds well-formed block headers).
     Nothing is decoded; a malformed or truncated frame is not reported here (the decoder reports it), the
     walk just stops.  Used to refuse a frame over max_output before any decoding."""
     total = 0
     try:
-        version, _ = parse_start(buf)
-        if version == 1:
-            return parse_header_v1(buf)[3]
-        p, i = parse_header_v2(buf)[3], 0
+        p, i = parse_header(buf)[3], 0
         while True:
-            hdr = parse_block_header(buf, p, i, version)
+            hdr = parse_block_header(buf, p, i)
             if hdr is None:
                 return total
             kind, _, size, psize, q = hdr
             total += size
-            p = q + psize + block_check_size(version, kind)
+            p = q + psize + block_check_size(kind)
             i += 1
     except (Incomplete, NLMError):
         return total
