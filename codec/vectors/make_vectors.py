@@ -1,22 +1,15 @@
-"""Write golden vectors for the nlmcodec frame format (codec/FORMAT.md §7).  APPEND-ONLY.
+"""Write and check the golden vectors of the current frame format (docs/format.md §7; layout: vectorset.py).
 
     python codec/vectors/make_vectors.py [--check]
 
-Vectors of format N are named vN-* (format 12 adds a third mode, heads: *-heads; format 13 codes it at other rates), of format 7 v7-*, of format 6 v6-*, of format 5 v5-*, of format 4 v4-*, of format 3 v3-*, of format 2 v2-*; the unprefixed ones are format 1 (all still decoded;
-error vectors whose meaning changed with a later format were retired to retired/, see retired/README.md).
+A format's vectors are written once, when the format is new (no v<N>/ folder yet), and never again: from 1.0
+every released format is frozen (docs/format.md, format policy), so a change of output bytes is a new format
+with new vectors beside the frozen ones.  --check writes nothing: it re-makes every vector of the current
+format and exits 1 if one differs from the stored frame, is missing, or is not in the manifest.
 
-ok/<name>.raw + ok/<name>.nlm: the frame must decode to the raw bytes, byte-exact; MANIFEST.json records the
-format version, the model id, the model name, adapt and check of each, and whether re-encoding with that
-model must reproduce the frame.  errors/<name>.nlm + errors/<name>.why: decoding must raise NLMError with
-a message containing the .why text.
-
-errors/fuzz-*.nlm: inputs found by fuzzing (tests/fuzz/run_fuzz.py), copied as found, with the message of
-the NLMError they raise since the fix; this script does not make them and never touches them.
-
-An existing vector is NEVER overwritten and its manifest entry never changed.  If the current encoder
-would write different bytes for an existing name, the script reports it (with --check it exits 1): a change
-of output bytes needs a new FORMAT_VERSION and new vectors, not edited ones.  Vectors for a bundled model
-(tiny, tiny-lstm, tiny-nplm, tiny-kn, and the default: default-N, the newest) are written the first time the model file exists.
+Vectors are made with every model on the search path that a vector names: the tiny test models (tests/models,
+put on NLMCODEC_MODEL_PATH here: tiny, tiny-lstm and tiny-nplm, the three model types; tiny-kn, the
+Kneser-Ney mixture) and the bundled default.
 """
 from __future__ import annotations
 
@@ -27,11 +20,17 @@ import sys
 import zlib
 from pathlib import Path
 
-import nlmcodec
-from nlmcodec import _encode, _frame
+import os
 
 HERE = Path(__file__).resolve().parent
-OK, ERR = HERE / "ok", HERE / "errors"
+TEST_MODELS = HERE.parents[1] / "tests" / "models"
+os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(
+    [str(TEST_MODELS)] + [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep) if d])
+sys.path.insert(0, str(HERE))
+
+import nlmcodec  # noqa: E402  (after the model path is set)
+from nlmcodec import _encode, _frame  # noqa: E402
+import vectorset as VS  # noqa: E402
 
 ENGLISH = (b"The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of "
            b"times; it was the age of wisdom, it was the age of foolishness.\n")
@@ -98,18 +97,17 @@ def dense_input():
     p = Path(root, "bench", "calgary", "news") if root else None
     if p is None or not p.exists():
         return None
-    d = p.read_bytes()[:_frame.MAX_MODEL_BLOCK_V3]
+    d = p.read_bytes()[:_frame.MAX_MODEL_BLOCK]
     return d[:d.rindex(b"\n") + 1]
 
 
 def inputs():
     d = {"empty": b"", "one_byte": b"a", "short_english": ENGLISH, "mixed": MIXED, "binary": BINARY}
     a = _alice()
-    if _frame.FORMAT_VERSION >= 5 and a is not None:
+    if a is not None:
         d["spelled"] = spelled_input()
-    if _frame.FORMAT_VERSION >= 6 and a is not None:
         d["repeats"] = repeats_input()
-    if _frame.FORMAT_VERSION >= 7 and dense_input() is not None:
+    if dense_input() is not None:
         d["news_64k"] = dense_input()
     if a is not None:
         d["alice_4k"] = a
@@ -117,14 +115,13 @@ def inputs():
 
 
 NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
-# the coding modes of the current format (heads mode from format 12: FORMAT.md §6.5)
-MODES = (("static", False), ("dynamic", True)) + ((("heads", "heads"),) if _frame.FORMAT_VERSION >= 12 else ())
-V = f"v{_frame.FORMAT_VERSION}-"                   # names of the vectors of the current format
+MODES = (("static", False), ("dynamic", True), ("heads", "heads"))   # the coding modes (docs/format.md §6)
+V = ""                                             # vector names carry no version: their folder does
 
 
 def log_input():
     """A 270 KB web-server-like log (generated): more than one 256 KiB byte-model block, so its frame holds a
-    run of two byte-model blocks, the second continuing the first (format 4)."""
+    run of two byte-model blocks, the second continuing the first."""
     r = random.Random(4)
     paths = [b"/index.html", b"/img/logo.png", b"/api/v1/items", b"/static/app.js", b"/robots.txt"]
     out = bytearray()
@@ -139,7 +136,7 @@ def log_input():
 
 def fallback_input():
     """Text, then a run of tabs that fills whole 64 KiB blocks (a run over 65,535 bytes, which the word
-    model refuses), then text: word-model blocks on both sides of refused blocks (issue 8)."""
+    model refuses), then text: word-model blocks on both sides of refused blocks."""
     a = _alice_full()
     text = a if a is not None else ENGLISH * 600
     return text[:30000] + b"\t" * 140000 + text[30000:70000]
@@ -154,8 +151,8 @@ def handmade_model_frame(model_id: bytes, payload: bytes, size: int, block_crc: 
     """A valid-looking frame with one word-model block (for the wrong/missing model vectors)."""
     blocks = (_frame.block_header(_frame.BLOCK_MODEL, True, size, len(payload)) + payload
               + block_crc.to_bytes(_frame.BLOCK_CHECK_SIZE, "little"))
-    return (_frame.header_v2(False, _frame.CHECK_CRC32, model_id) + blocks
-            + _frame.trailer_v2([(size, len(blocks))], size, _frame.CHECK_CRC32, 0))
+    return (_frame.header(False, _frame.CHECK_CRC32, model_id) + blocks
+            + _frame.trailer([(size, len(blocks))], size, _frame.CHECK_CRC32, 0))
 
 
 def ok_vectors():
@@ -170,21 +167,16 @@ def ok_vectors():
                 {"model": None, "adapt": True, "check": 0, "reencode": True}))
     out.append((f"{V}concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
                 {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
-    if _frame.FORMAT_VERSION >= 4:
-        log = log_input()
-        f = nomodel_frame(log, False)
-        assert [b.kind for b in nlmcodec.get_frame_info(f).blocks] == ["byte", "byte"]
-        out.append((f"{V}log_270k-nomodel-static", log, f,
-                    {"model": None, "adapt": False, "check": 1, "reencode": True}))
-    bundled = nlmcodec._bundled_files()
-    # tiny-lstm, tiny-nplm: the other model types (FORMAT.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5)
-    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", nlmcodec._default_model_name()):
-        if model_name not in bundled:
-            continue
+    log = log_input()
+    f = nomodel_frame(log, False)
+    assert [b.kind for b in nlmcodec.get_frame_info(f).blocks] == ["byte", "byte"]
+    out.append((f"{V}log_270k-nomodel-static", log, f,
+                {"model": None, "adapt": False, "check": 1, "reencode": True}))
+    # tiny-lstm, tiny-nplm: the other model types (docs/format.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5);
+    # default-2: the model the default frames of format 13 name
+    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", "default-2"):
         m = nlmcodec.load_model(model_name)
-        # the default's vectors are named by its bundled name; default-1's say "default", its name when they
-        # were written (every default stays bundled as default-N, and vectors find their model by id)
-        tag = "default" if model_name in ("default", "default-1") else model_name
+        tag = model_name
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
         for mode, adapt in MODES:
             for name, raw in cases.items():
@@ -197,7 +189,7 @@ def ok_vectors():
 def _retrailer(frame: bytes, groups, total, content_crc) -> bytes:
     """frame with its trailer rewritten (valid index CRC and footer) from the given fields."""
     end = frame.rindex(b"\x80", 0, len(frame) - int.from_bytes(frame[-6:-2], "little") + 1)
-    return frame[:end] + _frame.trailer_v2(groups, total, _frame.CHECK_CRC32, content_crc)
+    return frame[:end] + _frame.trailer(groups, total, _frame.CHECK_CRC32, content_crc)
 
 
 def error_vectors():
@@ -205,7 +197,7 @@ def error_vectors():
     stored = nomodel_frame(random.Random(99).randbytes(2000), False)   # one stored block
     info = nlmcodec.get_frame_info(stored)
     assert info.blocks[0].kind == "stored"
-    hlen = _frame.HEADER_SIZE_V2
+    hlen = _frame.HEADER_SIZE
     first = hlen + len(_frame.block_header(0, True, 2000, 2000))     # first payload byte
     crc = zlib.crc32(ENGLISH)
     g = [tuple(x) for x in nlmcodec.get_frame_info(base).groups]
@@ -217,13 +209,12 @@ def error_vectors():
     nxt = _frame.FORMAT_VERSION + 1
     v["unknown_version"] = (base[:4] + bytes([nxt]) + base[5:], f"unsupported format version {nxt}")
     v["unknown_flags"] = (base[:5] + bytes([base[5] | 0x80]) + base[6:], "unknown flags")
-    if _frame.FORMAT_VERSION >= 12:
-        # heads mode's flag (0x10) means something only with the adapt flag: a static frame carrying it, its
-        # header checksum right, is refused
-        h = bytearray(base[:6])
-        h[5] |= _frame.FLAG_HEADS
-        v["heads_flag_without_adapt"] = (bytes(h) + zlib.crc32(h).to_bytes(4, "little") + base[10:],
-                                         "unknown flags")
+    # heads mode's flag (0x10) means something only with the adapt flag: a static frame carrying it, its
+    # header checksum right, is refused
+    h = bytearray(base[:6])
+    h[5] |= _frame.FLAG_HEADS
+    v["heads_flag_without_adapt"] = (bytes(h) + zlib.crc32(h).to_bytes(4, "little") + base[10:],
+                                     "unknown flags")
     v["flipped_bit_header"] = (stored[:5] + bytes([stored[5] ^ 0x01]) + stored[6:], "header checksum mismatch")
     mid = first + 100
     v["flipped_bit_payload"] = (stored[:mid] + bytes([stored[mid] ^ 0x10]) + stored[mid + 1:], "CRC32 mismatch")
@@ -238,39 +229,28 @@ def error_vectors():
     v["wrong_model_id"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, 10), "not bundled")
     # a valid header whose stored block claims more bytes than the frame holds
     v["block_past_end"] = (stored[:first + 50], "truncated frame")
-    # format 3: word-model blocks are at most 64 KiB, and carry the CRC32 of their output
-    v["model_block_too_large"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, _frame.MAX_MODEL_BLOCK_V3 + 1),
-                                  f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V3} bytes")
-    if "tiny" in nlmcodec._bundled_files():
-        good = nlmcodec.compress(ENGLISH, model="tiny", adapt=False)
-        info = nlmcodec.get_frame_info(good)
-        assert [b.kind for b in info.blocks] == ["model"], info
-        k = _frame.HEADER_SIZE_V2 + _frame.MODEL_ID_SIZE + len(_frame.block_header(2, True, info.blocks[0].size,
-                                                                                    info.blocks[0].compressed_size))
-        k += info.blocks[0].compressed_size                  # the block CRC32
-        v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
-        if _frame.FORMAT_VERSION >= 7:
-            # format 7: a word-model block holds at most 16,384 tokens; this one is the tiny model's own coding
-            # of 20,000 one-byte tokens (without the bound), its block CRC right: the decoder stops at the bound
-            from nlmcodec._core import Codec
-            tiny = nlmcodec.load_model("tiny")
-            c = Codec(tiny, False)
-            c.reset(max_tokens=0)
-            dots = b"." * 20000
-            v["model_block_over_token_bound"] = (
-                handmade_model_frame(tiny.model_id, c.encode_block(dots), len(dots), zlib.crc32(dots)),
-                "corrupt payload")
-    if _frame.FORMAT_VERSION >= 4:
-        v.update(byte_error_vectors())
-    out = {V + k: x for k, x in v.items()}
-    # format 2, as this release reads it: word-model blocks of at most 64 KiB (what its encoder wrote)
-    big = _frame.MAX_MODEL_BLOCK_V2 + 1
-    blk = _frame.block_header(_frame.BLOCK_MODEL, True, big, 8) + b"\x00" * 8
-    out["v2-model_block_over_64k"] = (
-        _frame.header_v2(True, _frame.CHECK_CRC32, bytes([0xEE]) * 32, version=2) + blk
-        + _frame.trailer_v2([(big, len(blk))], big, _frame.CHECK_CRC32, 0),
-        f"model block 0 larger than {_frame.MAX_MODEL_BLOCK_V2} bytes")
-    return out
+    # word-model blocks are at most 64 KiB, and carry the CRC32 of their output
+    v["model_block_too_large"] = (handmade_model_frame(bytes([0xEE]) * 32, b"\x00" * 8, _frame.MAX_MODEL_BLOCK + 1),
+                                  f"model block 0 larger than {_frame.MAX_MODEL_BLOCK} bytes")
+    good = nlmcodec.compress(ENGLISH, model="tiny", adapt=False)
+    info = nlmcodec.get_frame_info(good)
+    assert [b.kind for b in info.blocks] == ["model"], info
+    k = _frame.HEADER_SIZE + _frame.MODEL_ID_SIZE + len(_frame.block_header(2, True, info.blocks[0].size,
+                                                                                info.blocks[0].compressed_size))
+    k += info.blocks[0].compressed_size                  # the block CRC32
+    v["block_crc_mismatch"] = (good[:k] + bytes([good[k] ^ 0x01]) + good[k + 1:], "block CRC32 mismatch")
+    # a word-model block holds at most 16,384 tokens; this one is the tiny model's own coding
+    # of 20,000 one-byte tokens (without the bound), its block CRC right: the decoder stops at the bound
+    from nlmcodec._core import Codec
+    tiny = nlmcodec.load_model("tiny")
+    c = Codec(tiny, False)
+    c.lab_reset(max_tokens=0)
+    dots = b"." * 20000
+    v["model_block_over_token_bound"] = (
+        handmade_model_frame(tiny.model_id, c.encode_block(dots), len(dots), zlib.crc32(dots)),
+        "corrupt payload")
+    v.update(byte_error_vectors())
+    return v
 
 
 def _byte_frame(blocks) -> bytes:
@@ -282,12 +262,12 @@ def _byte_frame(blocks) -> bytes:
         groups[-1].append((_frame.BLOCK_BYTE, size, payload + crc.to_bytes(_frame.BLOCK_CHECK_SIZE, "little")))
     bodies = [_encode.serialize(g) for g in groups]
     index = [(sum(size for _, size, _ in g), len(b)) for g, b in zip(groups, bodies)]
-    return (_frame.header_v2(False, _frame.CHECK_CRC32, None) + b"".join(bodies)
-            + _frame.trailer_v2(index, sum(s for s, _ in index), _frame.CHECK_CRC32, 0))
+    return (_frame.header(False, _frame.CHECK_CRC32, None) + b"".join(bodies)
+            + _frame.trailer(index, sum(s for s, _ in index), _frame.CHECK_CRC32, 0))
 
 
 def byte_error_vectors():
-    """Format 4: damaged or forged byte-model blocks (codec/FORMAT.md §9.1)."""
+    """Damaged or forged byte-model blocks (docs/format.md §9.1)."""
     from nlmcodec._core import ByteCoder
 
     text = ENGLISH * 20
@@ -318,45 +298,27 @@ def byte_error_vectors():
     big = _frame.MAX_BYTE_BLOCK + 1
     v["byte_block_too_large"] = (_byte_frame([(True, big, b"\x17" + b"\x00" * 8, 0)]),
                                  f"byte block 0 larger than {_frame.MAX_BYTE_BLOCK} bytes")
-    # kind 3 in a format-3 frame is an unknown block type
-    f4 = _byte_frame([(True, len(text), p1, crc)])
-    h3 = _frame.header_v2(False, _frame.CHECK_CRC32, None, version=3)
-    v["byte_block_in_v3"] = (h3 + f4[_frame.HEADER_SIZE_V2:], "unknown type 0x07")
     return v
-
-
-def _write_new(path: Path, data: bytes, report, check_only):
-    if path.exists():
-        if path.read_bytes() != data:
-            report.append(f"DIFFERS (kept old): {path.relative_to(HERE)}")
-        return False
-    if check_only:
-        report.append(f"missing: {path.relative_to(HERE)}")
-        return False
-    path.write_bytes(data)
-    return True
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a vector differs or is missing")
     args = ap.parse_args(argv)
-    OK.mkdir(parents=True, exist_ok=True)
-    ERR.mkdir(parents=True, exist_ok=True)
-    man_path = OK / "MANIFEST.json"
-    manifest = json.loads(man_path.read_text()) if man_path.exists() else {}
-    report, written = [], []
+    version = _frame.FORMAT_VERSION
+    folder = HERE / f"v{version}"
+    manifest = VS.manifest() if VS.MANIFEST_PATH.exists() else {"inputs": {}, "ok": {}, "errors": {}}
+    new = not folder.exists()
+    if new and args.check:
+        print(f"missing: no vectors of format {version} (v{version}/)")
+        return 1
+    made_ok, made_err = {}, {}
     for name, raw, frame, entry in ok_vectors():
-        assert nlmcodec.decompress(frame, **({"model": entry["model"]} if entry["model"] else {})) == raw, name
-        infos = [nlmcodec.get_frame_info(frame)]
-        mid = infos[0].model_id
-        entry = {"format_version": _frame.FORMAT_VERSION, "model_id": mid.hex() if mid else None, **entry}
-        a = _write_new(OK / f"{name}.raw", raw, report, args.check)
-        b = _write_new(OK / f"{name}.nlm", frame, report, args.check)
-        if name not in manifest and not args.check:
-            manifest[name] = entry
-        if a or b:
-            written.append(name)
+        assert nlmcodec.decompress(frame) == raw, name
+        mid = nlmcodec.get_frame_info(frame).model_id
+        iid = VS.input_id(raw)
+        made_ok[f"v{version}/{name}"] = (raw, frame, {"format_version": version, "model_id": mid.hex() if mid else None,
+                                                     **entry, "input": iid, "sha256": VS.sha256(frame)})
     for name, (frame, why) in error_vectors().items():
         try:
             nlmcodec.decompress(frame)
@@ -364,16 +326,44 @@ def main(argv=None):
             assert why in str(e), (name, str(e))
         else:
             raise AssertionError(f"error vector {name} decodes")
-        a = _write_new(ERR / f"{name}.nlm", frame, report, args.check)
-        b = _write_new(ERR / f"{name}.why", why.encode() + b"\n", report, args.check)
-        if a or b:
-            written.append("errors/" + name)
-    if not args.check:
-        man_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1, sort_keys=True) + "\n")
+        made_err[f"v{version}/{name}"] = (frame, {"format_version": version, "why": why, "sha256": VS.sha256(frame)})
+    if new:
+        (folder / "ok").mkdir(parents=True)
+        (folder / "errors").mkdir(parents=True)
+        (HERE / "inputs").mkdir(exist_ok=True)
+        for key, (raw, frame, entry) in made_ok.items():
+            ip = HERE / "inputs" / f"{entry['input']}.raw"
+            if not ip.exists():
+                ip.write_bytes(raw)
+                manifest["inputs"][entry["input"]] = {"name": key.split("/")[1].split("-")[0], "size": len(raw),
+                                                      "sha256": VS.sha256(raw)}
+            VS.OkVector(key, entry).path.write_bytes(frame)
+            manifest["ok"][key] = entry
+        for key, (frame, entry) in made_err.items():
+            VS.ErrorVector(key, entry).path.write_bytes(frame)
+            manifest["errors"][key] = entry
+        VS.MANIFEST_PATH.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {len(made_ok)} ok and {len(made_err)} error vectors of format {version}")
+        return 0
+    report = []
+    for key, (raw, frame, entry) in made_ok.items():
+        old = manifest["ok"].get(key)
+        if old is None:
+            report.append(f"not in the manifest: {key}")
+        elif not _frame.same_frame(frame, VS.OkVector(key, old).frame()):
+            report.append(f"DIFFERS: {key}")
+    for key, (frame, entry) in made_err.items():
+        old = manifest["errors"].get(key)
+        if old is None:
+            report.append(f"not in the manifest: {key}")
+        elif frame != VS.ErrorVector(key, old).frame():
+            report.append(f"DIFFERS: {key}")
     for line in report:
         print(line)
-    print(f"wrote {len(written)} new vectors: {', '.join(written) or '-'}")
-    return 1 if (args.check and report) else 0
+    print(f"format {version}: {len(made_ok)} ok and {len(made_err)} error vectors re-made, {len(report)} problems")
+    if report and not args.check:
+        print("a frozen format's vectors never change: a change of output bytes is a new format (docs/format.md)")
+    return 1 if report else 0
 
 
 if __name__ == "__main__":
