@@ -6,19 +6,28 @@ the same run by `run_backend` (a subprocess with NLMCODEC_BACKEND set), which th
 test_golden.py use to check that both bindings write and read identical bytes.  `.ci/run` therefore needs
 only one pytest invocation; `NLMCODEC_BACKEND=cffi pytest` runs the whole suite on cffi.
 
-Models: `tiny_model` is the bundled "tiny" model when it exists, else a small synthetic model (random
-weights, fixed seed) written to a temporary file, so the word-model path is tested before tiny.nlmm lands.
+Models: the wheel ships only the default model; the test models (tiny, tiny-kn, tiny-lstm, tiny-nplm) live
+in tests/models, which this file puts on the model search path (NLMCODEC_MODEL_PATH, so that the
+subprocesses of the tests find them too: the golden vectors name them by id).  `tiny_model` is "tiny" when
+it is found, else a small synthetic model (random weights, fixed seed) written to a temporary file.
 `default_model` is the bundled "default" model or skips.
 """
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import nlmcodec
+TEST_MODELS = Path(__file__).resolve().parent / "models"
+os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(
+    [str(TEST_MODELS)] + [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep)
+                          if d and d != str(TEST_MODELS)])
+
+import nlmcodec  # noqa: E402
+from nlmcodec import _registry  # noqa: E402
 
 BACKENDS = ("cython", "cffi")
 WORDS = ("the of and to a in is it that was he for on as with his be at by i this had not are but from or have "
@@ -73,8 +82,9 @@ def pytest_collection_finish(session):
 
 
 def pytest_report_header(config):
-    bundled = sorted(nlmcodec._bundled_files())
-    return [f"nlmcodec backend: {nlmcodec.backend}; bundled models: {', '.join(bundled) or 'none'}"]
+    found = sorted(_registry.model_files())
+    return [f"nlmcodec backend: {nlmcodec.backend}; models: {', '.join(found) or 'none'} "
+            f"(search path: {os.pathsep.join(map(str, _registry.model_dirs()))})"]
 
 
 def synthetic_model(seed=0):
@@ -91,7 +101,7 @@ def synthetic_model(seed=0):
 
 @pytest.fixture(scope="session")
 def tiny_model_path(tmp_path_factory):
-    if "tiny" in nlmcodec._bundled_files():
+    if "tiny" in _registry.model_files():
         return "tiny"
     p = tmp_path_factory.mktemp("models") / "synthetic.nlmm"
     synthetic_model().save(p)
@@ -105,7 +115,7 @@ def tiny_model(tiny_model_path):
 
 @pytest.fixture(scope="session")
 def default_model():
-    if "default" not in nlmcodec._bundled_files():
+    if "default" not in _registry.model_files():
         pytest.skip("default.nlmm is not bundled yet")
     return nlmcodec.load_model("default")
 

@@ -6,7 +6,7 @@ import random
 import pytest
 
 import nlmcodec
-from nlmcodec import _encode, _frame
+from nlmcodec import _encode, _frame, _registry
 from conftest import word_salad
 
 TEXT = word_salad(4000) + b"\nThe End.\n"
@@ -15,7 +15,7 @@ TEXT = word_salad(4000) + b"\nThe End.\n"
 def test_all_is_pinned():
     assert sorted(nlmcodec.__all__) == sorted([
         "CHECK_CRC32", "CHECK_NONE", "FORMAT_VERSION", "FrameInfo", "ModelFormatError", "NLMCompressor",
-        "NLMDecompressor", "NLMError", "NLMFile", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
+        "NLMDecompressor", "NLMError", "NLMFile", "add_model_dir", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
     assert nlmcodec.FORMAT_VERSION == 13
@@ -94,7 +94,7 @@ def test_model_mismatch_and_missing(tiny_model):
     assert other.model_id != tiny_model.model_id
     with pytest.raises(nlmcodec.NLMError, match="model mismatch"):
         nlmcodec.decompress(f, model=other)
-    if tiny_model.model_id not in [nlmcodec.load_model(n).model_id for n in nlmcodec._bundled_files()]:
+    if tiny_model.model_id not in [nlmcodec.load_model(n).model_id for n in _registry.model_files()]:
         with pytest.raises(nlmcodec.NLMError, match=f"needs model {tiny_model.model_id.hex()}"):
             nlmcodec.decompress(f)
     assert nlmcodec.decompress(f, model=tiny_model) == raw

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nlmcodec
-from nlmcodec import _core, _explain
+from nlmcodec import _core, _explain, _registry
 from nlmcodec._core import TRACE_DTYPE, TRACE_PARTS, Codec
 
 from corpus_cache import CORPUS
@@ -161,7 +161,7 @@ def _check_explanation(e, data, model, adapt):
 @pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
 def test_explain_alice_bits_add_up(alice, tiny, adapt):
     # the default model: the tiny one loses alice to the byte model (no word-model block to explain)
-    model = "default" if "default" in nlmcodec._bundled_files() else "tiny"
+    model = "default" if "default" in _registry.model_files() else "tiny"
     e = nlmcodec.explain(alice, model=model, adapt=adapt)
     assert all(b.kind == "model" for b in e.blocks) and len(e.blocks) == 3 or model == "tiny"
     _check_explanation(e, alice, model, adapt)
@@ -231,7 +231,7 @@ def test_token_texts_split_utf8():
 
 
 def test_cli_explain(tmp_path, tiny):
-    from nlmcodec._cli import main
+    from nlmcodec.cli import main
 
     src = tmp_path / "prose.txt"
     src.write_bytes(PROSE)

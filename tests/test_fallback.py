@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import corpus_cache as cc
 import nlmcodec
-from nlmcodec import _encode
+from nlmcodec import _encode, _registry
 from conftest import word_salad
 
 B = _encode.BLOCK_SIZE
@@ -81,7 +81,7 @@ def test_refused_whole_block_between_model_blocks(default_model):
 
 
 def _frame_with(model, data, adapt, threads, group_size):
-    enc = _encode.FrameEncoder(lambda: nlmcodec._acquire_codec(model, adapt), nlmcodec._release_codec,
+    enc = _encode.FrameEncoder(lambda: _registry.acquire_codec(model, adapt), _registry.release_codec,
                                model.model_id, adapt, nlmcodec.CHECK_CRC32, threads, group_size=group_size)
     return enc.feed(data) + enc.finish()
 

@@ -20,6 +20,7 @@ import pytest
 
 import nlmcodec
 from format_reader import Reader, word_blocks
+from nlmcodec import _registry
 
 # The second reader runs no binding (it is pure Python over the vectors' bytes): it runs once, in the default
 # (Cython) lane of .ci/run, not again in the cffi lane.
@@ -50,8 +51,8 @@ _readers = {}
 
 
 def reader_for(model, adapt):
-    if model not in nlmcodec._bundled_files():
-        pytest.skip(f"model {model} not bundled")
+    if model not in _registry.model_files():
+        pytest.skip(f"model {model} is not on the model search path")
     if model not in _readers:
         m = nlmcodec.load_model(model)
         _readers[model] = Reader(m.config, m.params, m.ms, list(m.vocab), m.class_start, m.speller_prime, adapt)
@@ -84,8 +85,8 @@ def test_second_reader_decodes_the_golden_vector(name):
     raw = (VECTORS / f"{name}.raw").read_bytes()
     adapt, blocks = word_blocks(frame)
     assert adapt == MANIFEST[name]["adapt"]
-    mid = MANIFEST[name]["model_id"]      # by id: the vectors of "default" were written with default-1
-    reader, off, decoded = reader_for(nlmcodec._bundled_name_by_id(bytes.fromhex(mid)) or MANIFEST[name]["model"],
+    mid = MANIFEST[name]["model_id"]      # by id: the manifest's name is the one the model had then
+    reader, off, decoded = reader_for(_registry.name_by_id(bytes.fromhex(mid)) or MANIFEST[name]["model"],
                                       adapt), 0, 0
     for start, kind, size, payload in blocks:
         if start:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import nlmcodec
-from nlmcodec import _frame as F
+from nlmcodec import _frame as F, _registry
 from nlmcodec._model import Model
 
 HERE = Path(__file__).resolve().parent
@@ -190,10 +190,10 @@ def test_forged_frames_cost(default_model):
 def test_codec_pool_is_bounded(tiny_model):
     """Found by fuzzing load_model: every model used kept its codecs in the pool forever (3 GB after
     22,000 fuzzed models).  The pool now keeps codecs for a bounded number of (model, adapt) keys."""
-    for i in range(3 * nlmcodec._POOL_KEYS):
+    for i in range(3 * _registry.POOL_KEYS):
         m = tiny_model.with_config(lr=0.001 + i * 1e-6)          # a new model id each time
         assert nlmcodec.decompress(nlmcodec.compress(b"a line of text\n", model=m), model=m) == b"a line of text\n"
-    assert len(nlmcodec._codec_pool) <= nlmcodec._POOL_KEYS
+    assert len(_registry.codec_pool) <= _registry.POOL_KEYS
 
 
 def test_same_frame_compares_lzma_blocks_by_decoding():

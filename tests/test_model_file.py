@@ -1,4 +1,5 @@
 """The .nlmm model file: round trip, model id, and rejection of bad files."""
+import os
 import pathlib
 import struct
 
@@ -109,22 +110,24 @@ def test_param_count_matches_reference():
 
 
 def test_bundled_manifest_ids_match_the_files():
-    """load_model trusts the id recorded at bundling (no 20 MB hash per process): it must be the file's."""
+    """load_model trusts the id recorded at bundling (no 20 MB hash per process): it must be the file's, for
+    the package's model and the test models alike."""
     import hashlib
     import json
 
     import nlmcodec
+    from nlmcodec import _registry
 
     seen = 0
-    for name, p in nlmcodec._bundled_files().items():
+    for name, p in _registry.model_files().items():
         man = json.loads(p.with_suffix(".json").read_text())
         if "model_id_sha256" in man:
             assert man["model_id_sha256"] == hashlib.sha256(p.read_bytes()).hexdigest(), name
             assert man["size_bytes"] == p.stat().st_size, name
-            assert nlmcodec._bundled_manifest_id(p) == bytes.fromhex(man["model_id_sha256"])
+            assert _registry.manifest_id(p) == bytes.fromhex(man["model_id_sha256"])
             assert nlmcodec.load_model(name).model_id.hex() == man["model_id_sha256"]
             seen += 1
-    assert seen >= 1
+    assert seen >= 5
 
 
 def test_loaded_model_reads_the_file_in_place():
@@ -133,8 +136,9 @@ def test_loaded_model_reads_the_file_in_place():
     written a class at a time by the static streams that use the class), and the weights are never turned
     into a numpy array unless asked for."""
     import nlmcodec
+    from nlmcodec import _registry
 
-    m = Model.load(nlmcodec._bundled_files()["default"])        # a fresh load (not the process cache)
+    m = Model.load(_registry.model_files()["default"])        # a fresh load (not the process cache)
     assert m.param_dtype == "float16" and m._params is None
     c = m.config
     assert m.native().memory() < (4 << 20) + c["V"] * c["H"]
@@ -143,29 +147,45 @@ def test_loaded_model_reads_the_file_in_place():
     assert shared.native() is nlmcodec.load_model("default").native()
 
 
-def test_every_default_stays_bundled():
-    """A new default never orphans old frames: every default shipped is bundled as default-N, "default" is
-    the newest, and a frame written with any of them (golden vectors included) decodes without model=."""
+def test_the_package_ships_only_the_default_model():
+    """The wheel's model directory holds one model, the default ("default-N": its .nlmm, manifest and dev
+    curve); the test models live in tests/models and are found through the model search path."""
+    from nlmcodec import _registry
+
+    pkg = sorted(p.name for p in _registry.package_dir().iterdir() if not p.name.startswith("."))
+    gens = [p[:-len(".nlmm")] for p in pkg if p.endswith(".nlmm")]
+    assert len(gens) == 1 and _registry.default_generation(gens[0]) is not None, pkg
+    assert pkg == sorted(f"{gens[0]}{s}" for s in (".nlmm", ".json", "_dev_curve.csv"))
+    assert _registry.default_model_name() == gens[0]
+    tests_models = pathlib.Path(__file__).resolve().parent / "models"
+    for name in ("tiny", "tiny-kn", "tiny-lstm", "tiny-nplm"):
+        assert _registry.model_files()[name] == tests_models / f"{name}.nlmm"
+
+
+def test_the_default_and_every_current_vector_model_are_found():
+    """"default" is the newest default-N, and every golden vector of the current format that names a model
+    names one on the search path, by id (the default from the package, the others from tests/models; the
+    names in the manifest are the ones the models had when the vectors were written)."""
     import json
 
     import nlmcodec
+    from nlmcodec import _registry
 
-    files = nlmcodec._bundled_files()
-    gens = {n: p for n, p in files.items() if nlmcodec._default_generation(n) is not None}
+    files = _registry.model_files()
+    gens = {n: p for n, p in files.items() if _registry.default_generation(n) is not None}
     assert gens, "no default-N model is bundled"
-    newest = max(gens, key=nlmcodec._default_generation)
-    assert files["default"] == gens[newest] and nlmcodec._default_model_name() == newest
+    newest = max(gens, key=_registry.default_generation)
+    assert files["default"] == gens[newest] and _registry.default_model_name() == newest
     text = b"It was the best of times, it was the worst of times; the Kanzler Grimsbyte wrote 42 lines.\n" * 3
     for n, p in gens.items():
         assert json.loads(p.with_suffix(".json").read_text())["model"] == p.name, n
         for adapt in (False, True):
             assert nlmcodec.decompress(nlmcodec.compress(text, model=n, adapt=adapt)) == text, n
-    # every golden vector that names a model names a bundled one, by id (the names in the manifest are the
-    # ones the model had when the vector was written)
-    man = json.loads((pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors" / "ok" /
+    man = json.loads((pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors" /
                       "MANIFEST.json").read_text())
-    ids = {e["model_id"] for e in man.values() if e.get("model_id")}
-    assert ids and all(nlmcodec._bundled_by_id(bytes.fromhex(i)) is not None for i in ids)
+    ids = {e["model_id"] for e in man["ok"].values() if e.get("model_id")
+           and e["format_version"] == nlmcodec.FORMAT_VERSION}
+    assert ids and all(_registry.model_by_id(bytes.fromhex(i)) is not None for i in ids)
 
 
 def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
@@ -173,18 +193,78 @@ def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
     checkout takes precedence; other names are not defaults."""
     import shutil
 
-    import nlmcodec
+    from nlmcodec import _registry
 
-    tiny = nlmcodec._bundled_files()["tiny"]
+    tiny = _registry.model_files()["tiny"]
     for n in ("default-2", "default-9", "default-10", "default-01", "defaultx-11"):
         shutil.copyfile(tiny, tmp_path / f"{n}.nlmm")
-    monkeypatch.setattr(nlmcodec, "_bundled_dir", lambda: tmp_path)
-    files = nlmcodec._bundled_files()
+    monkeypatch.setattr(_registry, "package_dir", lambda: tmp_path)
+    files = _registry.model_files()
     assert files["default"] == tmp_path / "default-10.nlmm"
-    assert nlmcodec._default_model_name() == "default-10"
+    assert _registry.default_model_name() == "default-10"
     shutil.copyfile(tiny, tmp_path / "default.nlmm")
-    assert nlmcodec._bundled_files()["default"] == tmp_path / "default.nlmm"
-    assert nlmcodec._default_model_name() == "default"
+    assert _registry.model_files()["default"] == tmp_path / "default.nlmm"
+    assert _registry.default_model_name() == "default"
+
+
+PROSE = b"""It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of
+foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, it
+was the season of Darkness, it was the spring of hope, it was the winter of despair, we had everything
+before us, we had nothing before us, we were all going direct to Heaven, we were all going direct the
+other way - in short, the period was so far like the present period, that some of its noisiest
+authorities insisted on its being received, for good or for evil, in the superlative degree of
+comparison only.
+There were a king with a large jaw and a queen with a plain face, on the throne of England; there were a
+king with a large jaw and a queen with a fair face, on the throne of France. In both countries it was
+clearer than crystal to the lords of the State preserves of loaves and fishes, that things in general
+were settled for ever.
+"""
+
+
+def test_model_search_path(tmp_path, monkeypatch):
+    """A directory on the search path (NLMCODEC_MODEL_PATH, or add_model_dir) makes its models known by name
+    and by id; without it a frame naming one of them fails with one line naming the id and model=; the
+    package's own names come first."""
+    import shutil
+    import subprocess
+    import sys
+
+    import nlmcodec
+    from nlmcodec import _registry
+
+    tiny = nlmcodec.load_model("tiny")
+    d = tmp_path / "mine"
+    d.mkdir()
+    shutil.copyfile(_registry.model_files()["tiny"], d / "mine.nlmm")
+    shutil.copyfile(_registry.model_files()["tiny"], d / "default.nlmm")     # never shadows the package's
+    text = PROSE
+    frame = nlmcodec.compress(text, model=tiny, adapt=False)
+    assert nlmcodec.get_frame_info(frame).model_id == tiny.model_id        # the word model codes it
+    monkeypatch.setenv("NLMCODEC_MODEL_PATH", str(d))
+    assert _registry.model_dirs()[0] == _registry.package_dir() and _registry.model_dirs()[-1] == d
+    assert nlmcodec.load_model("mine").model_id == tiny.model_id
+    assert _registry.model_files()["default"].parent == _registry.package_dir()
+    assert _registry.name_by_id(tiny.model_id) == "mine"
+    assert nlmcodec.decompress(frame) == text
+    monkeypatch.setenv("NLMCODEC_MODEL_PATH", "")
+    with pytest.raises(FileNotFoundError):
+        nlmcodec.load_model("mine")
+    with pytest.raises(nlmcodec.NLMError, match=f"needs model {tiny.model_id.hex()}, which is not bundled"):
+        nlmcodec.decompress(frame)
+    (tmp_path / "f.nlm").write_bytes(frame)
+    r = subprocess.run([sys.executable, "-m", "nlmcodec", "-dc", str(tmp_path / "f.nlm")], capture_output=True,
+                       env=dict(os.environ, NLMCODEC_MODEL_PATH=""))
+    err = r.stderr.decode().strip()
+    assert r.returncode == 1 and r.stdout == b"" and len(err.splitlines()) == 1, err
+    assert tiny.model_id.hex() in err and "-m MODEL" in err
+    with pytest.raises(NotADirectoryError):
+        nlmcodec.add_model_dir(tmp_path / "no-such-dir")
+    monkeypatch.setattr(_registry, "_added_dirs", [])
+    nlmcodec.add_model_dir(d)
+    nlmcodec.add_model_dir(str(d))
+    assert _registry.model_dirs() == [_registry.package_dir(), d.resolve()]
+    assert nlmcodec.load_model("mine").model_id == tiny.model_id
+    assert nlmcodec.decompress(frame) == text
 
 
 def _lstm_model(seed=0, V=40, D=16, H=32, C=4):
@@ -256,7 +336,9 @@ def test_word_classes_are_quantised_once_for_every_thread():
 
     texts = [(b"The %d quick brown foxes jumped over %d lazy dogs near the river bank; " % (i, 7 * i)) * 300
              for i in range(8)]
-    path = nlmcodec._bundled_files()["default"]
+    from nlmcodec import _registry
+
+    path = _registry.model_files()["default"]
     alone = [nlmcodec.compress(t, model=Model.load(path), adapt=False) for t in texts[:2]]
     shared = Model.load(path)                                   # a fresh native model: no class made yet
     with ThreadPoolExecutor(4) as ex:

@@ -121,10 +121,10 @@ def _command_inputs(command):
     return files
 
 
-MODELS = Path(train.__file__).resolve().parent / "models"
+MODELS = [Path(train.__file__).resolve().parent / "models", Path(__file__).resolve().parent / "models"]
 
 
-@pytest.mark.parametrize("manifest", sorted(MODELS.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("manifest", sorted(p for d in MODELS for p in d.glob("*.json")), ids=lambda p: p.stem)
 def test_bundled_models_are_trained_on_train_and_dev_only(manifest):
     """DESIGN.md contract 6 for our own models: the recorded training command reads corpus train/ (training)
     and dev/ (--dev) only, and the model's own record of its files matches those splits byte for byte."""
@@ -138,7 +138,7 @@ def test_bundled_models_are_trained_on_train_and_dev_only(manifest):
             parts = Path(p).parts
             assert "corpus" in parts and parts[parts.index("corpus") + 1] in ("train", "dev"), (manifest.name, p)
             assert "bench" not in parts and "ood" not in parts, p
-    model = MODELS / man.get("model", manifest.stem + ".nlmm")
+    model = manifest.parent / man.get("model", manifest.stem + ".nlmm")
     meta = Model.load(model).metadata
     for key, split in (("train_files", "train"), ("dev_files", "dev")):
         for rec in meta.get(key) or []:

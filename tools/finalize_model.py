@@ -3,7 +3,8 @@
     python tools/finalize_model.py runs/default --name default --command "<the training command>"
 
 1. train.bundle_model: copies the chosen checkpoint (best dev loss) to python/nlmcodec/models/<name>.nlmm
-   with its manifest and dev curve;
+   (the package's models: the default, default-N, only) or to --models-dir (a test model: tests/models, found
+   by the tests through NLMCODEC_MODEL_PATH) with its manifest and dev curve;
 2. grid search of the dynamic-evaluation settings (seg_len, lr, decay) on the dev sample of
    tools/dev_sample.py (held out from training; never a benchmark file), by the word model's coded size;
 3. writes the tuned model (a new model id) and adds to the manifest: the grid, and the dev figures
@@ -42,11 +43,13 @@ def main(argv=None):
     ap.add_argument("checkpoint_dir")
     ap.add_argument("--name", default="default")
     ap.add_argument("--command", default=None)
+    ap.add_argument("--models-dir", type=pathlib.Path, default=REPO / "python" / "nlmcodec" / "models",
+                    help="where the model goes (default: the package's models; test models: tests/models)")
     ap.add_argument("--seg-lens", default="10,20")
     ap.add_argument("--lrs", default="5e-4,1e-3,2e-3")
     ap.add_argument("--decays", default="0,1e-4,1e-3")
     a = ap.parse_args(argv)
-    models = REPO / "python" / "nlmcodec" / "models"
+    models = a.models_dir
     man = train.bundle_model(a.checkpoint_dir, models, name=a.name, command=a.command)
     path = models / f"{a.name}.nlmm"
     model = Model.load(path)

@@ -1,8 +1,8 @@
-"""``python -m nlmcodec`` and the ``nlmcodec`` console script; the implementation is in ``_cli.py``."""
+"""``python -m nlmcodec`` and the ``nlmcodec`` console script; the implementation is the ``cli`` sub-package."""
 
 import sys
 
-from ._cli import main
+from .cli import main
 
 __all__ = ["main"]
 

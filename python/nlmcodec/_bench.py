@@ -239,9 +239,11 @@ def model_file_size(model, spec) -> int:
             return os.path.getsize(p)
     name = spec if isinstance(spec, str) else getattr(model, "name", None)
     if isinstance(name, str):
-        p = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", name + ".nlmm")
-        if os.path.isfile(p):
-            return os.path.getsize(p)
+        from nlmcodec._registry import model_files
+
+        p = model_files().get(name)
+        if p is not None:
+            return p.stat().st_size
     to_bytes = getattr(model, "to_bytes", None)
     if callable(to_bytes):
         try:
@@ -285,7 +287,7 @@ def _native_fingerprint(pkg, backend) -> str:
 
 
 def load_nlm_model(spec):
-    """nlmcodec model for a bundled name ("default", "tiny") or a path to a .nlmm file."""
+    """nlmcodec model for a name ("default", or one on NLMCODEC_MODEL_PATH) or a path to a .nlmm file."""
     import nlmcodec
     return nlmcodec.load_model(spec)
 

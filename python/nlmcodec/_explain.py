@@ -136,11 +136,11 @@ def explain(data, *, model=None, adapt=_frame.DEFAULT_ADAPT) -> Explanation:
 
     Runs the real encoder (one thread, CRC32) with the core's per-token trace on; see the module
     docstring for what blocks coded as lzma or stored report."""
-    from . import _resolve
     from ._core import Codec
+    from ._registry import resolve
 
     data = bytes(memoryview(data).cast("B"))
-    m = _resolve(model)
+    m = resolve(model)
     adapt = _frame.adapt_mode(adapt)
     tc = _TracingCodec(Codec(m, adapt))
     enc = _encode.FrameEncoder(lambda: tc, None, m.model_id, adapt, _frame.CHECK_CRC32, 1)

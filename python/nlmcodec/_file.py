@@ -1,6 +1,6 @@
 """NLMFile and open(): nlmcodec frames as a file object, the way lzma.LZMAFile / lzma.open and
 compression.zstd.ZstdFile / open present theirs.  This module owns the file layer only; the frames are
-made and read by NLMCompressor / NLMDecompressor (__init__.py).
+made and read by NLMCompressor / NLMDecompressor (_stream.py).
 
 Reading decodes every concatenated frame in the file, one NLMDecompressor per frame, through an
 io.BufferedReader over _FrameReader (decompress(data, max_length=N), so the output held at once is
@@ -17,6 +17,7 @@ import os
 
 from ._errors import NLMError
 from ._frame import CHECK_CRC32, DEFAULT_ADAPT, MAGIC
+from ._stream import NLMCompressor, NLMDecompressor, _max_output_arg
 
 __all__ = ["NLMFile", "open"]
 
@@ -27,8 +28,6 @@ _MODE_CLOSED, _MODE_READ, _MODE_WRITE = 0, 1, 2
 
 
 def _new_decompressor(model, threads, max_output=None):
-    from . import NLMDecompressor      # late: __init__.py imports this module
-
     kw = {} if max_output is None else {"max_output": max_output}
     if threads == 1:                   # threads= is passed only when asked for
         return NLMDecompressor(model=model, **kw)
@@ -36,8 +35,6 @@ def _new_decompressor(model, threads, max_output=None):
 
 
 def _new_compressor(model, adapt, check, threads):
-    from . import NLMCompressor
-
     if threads == 1:
         return NLMCompressor(model=model, adapt=adapt, check=check)
     return NLMCompressor(model=model, adapt=adapt, check=check, threads=threads)
@@ -175,7 +172,6 @@ class NLMFile(io.BufferedIOBase):
         if mode in ("r", "rb"):
             if check != CHECK_CRC32 or adapt != DEFAULT_ADAPT:
                 raise ValueError("adapt and check are only for writing: a frame records its own")
-            from . import _max_output_arg
             max_output = _max_output_arg(max_output)
             mode_code, fmode = _MODE_READ, "rb"
         elif mode in ("w", "wb", "a", "ab", "x", "xb"):

@@ -31,6 +31,7 @@ import time
 from distributed.diagnostics.plugin import WorkerPlugin
 
 import nlmcodec
+from . import _registry
 from ._frame import CHECK_CRC32, DEFAULT_ADAPT
 
 __all__ = ["NLMCodecPlugin", "compress_file", "compress_files", "decompress_file", "decompress_files",
@@ -50,7 +51,7 @@ def _model_arg(model):
         return None
     if isinstance(model, (str, os.PathLike)):
         s = os.fspath(model)
-        if isinstance(model, str) and s in nlmcodec._bundled_files():
+        if isinstance(model, str) and s in _registry.model_files():
             return s
         return os.path.abspath(s) if os.path.isfile(s) else s
     raise TypeError("model must be a bundled model name or a path to a .nlmm file (the workers load it "
@@ -59,7 +60,7 @@ def _model_arg(model):
 
 def _load(model):
     """The model of this process (loaded once, then from nlmcodec's cache); None: the bundled default."""
-    return nlmcodec._resolve(model)
+    return _registry.resolve(model)
 
 
 class NLMCodecPlugin(WorkerPlugin):

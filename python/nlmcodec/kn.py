@@ -192,7 +192,7 @@ def build_parser():
 def main(argv=None) -> int:
     import sys
 
-    from . import load_model
+    from ._registry import load_model
     from ._corpus import lexer_name
     from .train import (_tok_cache, build_vocab, dev_text, expand_inputs, sha256_file, sqrt_classes,
                         speller_prime_list)

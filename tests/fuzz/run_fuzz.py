@@ -26,6 +26,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VEC = ROOT / "codec" / "vectors"
+# the test models (tiny, ...) are found through the model search path, here and in the fuzzing children
+os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(
+    [str(HERE.parent / "models")] + [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep) if d])
 PY_TARGETS = ("decompress", "decompress_tiny", "decompressor", "load_model")
 C_TARGETS = ("block-libfuzzer", "block-gcc")
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
@@ -57,8 +60,10 @@ def _frames():
     (default-1, default-2, ...: each would cost a second of decoding per execution)."""
     import nlmcodec
 
-    files = nlmcodec._bundled_files()
-    big = [nlmcodec.load_model(n).model_id for n in files if nlmcodec._default_generation(n) is not None]
+    from nlmcodec import _registry
+
+    files = _registry.model_files()
+    big = [nlmcodec.load_model(n).model_id for n in files if _registry.default_generation(n) is not None]
     for sub in ("ok", "errors", "retired"):
         for p in sorted((VEC / sub).glob("*.nlm")):
             b = p.read_bytes()

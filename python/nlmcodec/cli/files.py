@@ -1,0 +1,178 @@
+"""Files and their safety rules: checked writes (_Sink), outputs written to a temporary file that is fsynced
+and renamed into place (_Output: an existing file is never replaced without -f), and xz's checks on the
+inputs (symbolic links, directories, special files, a suffix already there)."""
+
+import errno
+import os
+import stat
+import sys
+
+from .terminal import _Skip, _Temps
+
+
+class _Sink:
+    """Writes all of every buffer to a file descriptor or raises OSError naming ``name`` (os.write may write
+    less than asked: loop; a write of 0 bytes is an error)."""
+
+    def __init__(self, fd, name):
+        self.fd = fd
+        self.name = name
+
+    def write(self, b):
+        view = memoryview(b).cast("B")
+        while len(view):
+            try:
+                n = os.write(self.fd, view)
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, self.name) from None
+            if n <= 0:
+                raise OSError(errno.EIO, "short write (no bytes written)", self.name)
+            view = view[n:]
+
+
+def _discard(b):
+    pass
+
+
+class _Output:
+    """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and renames into place."""
+
+    def __init__(self, path, force, src_stat=None):
+        self.path = path
+        self.force = force
+        self.src_stat = src_stat
+        self.committed = False
+        d = os.path.dirname(os.path.abspath(path))
+        with _Temps.lock:     # registered before the signal handler can look
+            if _Temps.dying:
+                raise _Skip("interrupted")
+            import tempfile   # here: writing to standard output (the start-up benchmark) never loads it
+
+            self.fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+            _Temps.paths.add(self.tmp)
+        self.sink = _Sink(self.fd, path)
+
+    def write(self, b):
+        self.sink.write(b)
+
+    def commit(self):
+        try:
+            os.fsync(self.fd)
+            if self.src_stat is not None:
+                try:
+                    os.fchmod(self.fd, stat.S_IMODE(self.src_stat.st_mode))
+                except OSError:
+                    pass
+            fd, self.fd = self.fd, None
+            os.close(fd)
+            if self.src_stat is not None:
+                try:
+                    os.utime(self.tmp, ns=(self.src_stat.st_atime_ns, self.src_stat.st_mtime_ns))
+                except OSError:
+                    pass
+            if self.force:
+                os.replace(self.tmp, self.path)
+            else:
+                # link() refuses to replace an existing file, so a file created since the first check is never lost
+                try:
+                    os.link(self.tmp, self.path)
+                except FileExistsError:
+                    raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+                except OSError:
+                    if os.path.lexists(self.path):
+                        raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+                    os.replace(self.tmp, self.path)
+                else:
+                    os.unlink(self.tmp)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, self.path) from None
+        self.committed = True
+        with _Temps.lock:
+            _Temps.paths.discard(self.tmp)
+        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def discard(self):
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+        if not self.committed:
+            with _Temps.lock:
+                try:
+                    os.unlink(self.tmp)
+                except OSError:
+                    pass
+                _Temps.paths.discard(self.tmp)
+
+
+def _fsync_dir(d):
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _stdout_sink():
+    sys.stdout.flush()
+    return _Sink(sys.stdout.fileno(), "(stdout)")
+
+
+def _stdin_binary():
+    return sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+
+
+def _output_name(opts, name):
+    suf = opts.suffix
+    if opts.mode == "compress":
+        if name.endswith(suf) and not opts.force:
+            raise _Skip(f"{name}: already has {suf} suffix, skipping", warning=True)
+        return name + suf
+    if len(name) <= len(suf) or not name.endswith(suf):
+        raise _Skip(f"{name}: filename has an unknown suffix, skipping", warning=True)
+    return name[:-len(suf)]
+
+
+def _open_input(opts, name):
+    """Open a named input after xz's checks.  Returns (binary file, stat)."""
+    to_file = not opts.to_stdout
+    try:
+        lst = os.lstat(name)
+    except FileNotFoundError:
+        raise _Skip(f"{name}: No such file or directory")
+    except OSError as e:
+        raise _Skip(f"{name}: {e.strerror}")
+    if stat.S_ISLNK(lst.st_mode) and to_file and not opts.force and opts.mode in ("compress", "decompress"):
+        raise _Skip(f"{name}: Is a symbolic link, skipping", warning=True)
+    try:
+        f = open(name, "rb")
+    except IsADirectoryError:
+        raise _Skip(f"{name}: Is a directory, skipping", warning=True)
+    except OSError as e:
+        raise _Skip(f"{name}: {e.strerror}")
+    st = os.fstat(f.fileno())
+    if stat.S_ISDIR(st.st_mode):
+        f.close()
+        raise _Skip(f"{name}: Is a directory, skipping", warning=True)
+    if not stat.S_ISREG(st.st_mode) and to_file and opts.mode in ("compress", "decompress"):
+        f.close()
+        raise _Skip(f"{name}: Not a regular file, skipping", warning=True)
+    return f, st
+
+
+def _unchanged(name, st, nread):
+    """The input is the file that was opened, with the size and mtime it had then, and all of it was read."""
+    try:
+        now = os.stat(name)
+    except OSError:
+        return False
+    same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (st.st_dev, st.st_ino, st.st_size,
+                                                                      st.st_mtime_ns)
+    return same and nread == st.st_size

@@ -1,0 +1,148 @@
+"""-l / --list: the frames of each file (nlmcodec._frame.list_frames), as a table or as JSON (--json)."""
+
+import io
+import json
+import sys
+
+from .files import _open_input, _stdin_binary
+from .terminal import _Skip, _bpb, _human, _isatty, _ratio, _silence_stdout
+
+
+def _read_frames(f):
+    """(list of FrameInfo, compressed size) of the frames in the binary file ``f``, from its position to
+    its end (list_frames raises NLMError for bytes after the last frame that are not a frame)."""
+    from .._frame import list_frames
+    if not f.seekable():        # standard input from a pipe or a terminal
+        f = io.BytesIO(f.read())
+    frames = list_frames(f)
+    return [info for info, _ in frames], sum(n for _, n in frames)
+
+
+_BUNDLED_IDS = None
+
+
+def _bundled_names():
+    """{model id: name} of the models on the search path (a model's id is the SHA-256 of its file)."""
+    global _BUNDLED_IDS
+    if _BUNDLED_IDS is None:
+        _BUNDLED_IDS = {}
+        from .._registry import file_id, model_files
+
+        for name, p in model_files().items():
+            try:
+                mid = file_id(p)
+            except OSError:
+                continue
+            _BUNDLED_IDS[mid] = name
+    return _BUNDLED_IDS
+
+
+def _check_name(api, check):
+    return {api.CHECK_NONE: "NONE", api.CHECK_CRC32: "CRC32"}.get(check, str(check))
+
+
+def _uses_model(info):
+    """False when the frame has no word-model block (its adapt flag then means nothing)."""
+    return any(b.kind == "model" for b in info.blocks)
+
+
+def _list_one(api, opts, name):
+    is_stdin = name == "-"
+    display = "(stdin)" if is_stdin else name
+    try:
+        if is_stdin:
+            if _isatty(sys.stdin):
+                raise _Skip("Compressed data cannot be read from a terminal")
+            infos, csize = _read_frames(_stdin_binary())
+        else:
+            f, _ = _open_input(opts, name)
+            with f:
+                infos, csize = _read_frames(f)
+    except api.NLMError as e:
+        raise _Skip(f"{display}: {e}")
+    if not infos:
+        raise _Skip(f"{display}: File is empty")
+    usize = sum(i.decompressed_size for i in infos)
+    checks = sorted({_check_name(api, i.check) for i in infos})
+    modes = sorted({{False: "static", True: "dynamic"}.get(i.adapt, i.adapt) for i in infos if _uses_model(i)}) \
+        or ["-"]
+    ids = sorted({bytes(i.model_id) for i in infos if i.model_id is not None})
+    names = [_bundled_names().get(m) for m in ids]
+    kinds = {}
+    for i in infos:
+        for blk in i.blocks:
+            kinds[blk.kind] = kinds.get(blk.kind, 0) + 1
+    return {
+        "name": display,
+        "frames": len(infos),
+        "compressed": csize,
+        "uncompressed": usize,
+        "ratio": (csize / usize) if usize else None,
+        "bits_per_byte": (8.0 * csize / usize) if usize else None,
+        "check": ",".join(checks),
+        "mode": ",".join(modes),
+        "model_id": ",".join(m.hex() for m in ids) or "-",
+        "model_name": ",".join(n for n in names if n) or None,
+        "model": ",".join(n or m.hex()[:12] for n, m in zip(names, ids)) or "-",
+        "blocks": sum(len(i.blocks) for i in infos),
+        "block_kinds": kinds,
+        "format_version": sorted({i.format_version for i in infos}),
+    }
+
+
+def _do_list(api, opts, status, files):
+    rows = []
+    for name in files:
+        try:
+            rows.append(_list_one(api, opts, name))
+        except _Skip as e:
+            (status.warning if e.warning else status.error)(str(e))
+        except OSError as e:
+            status.error(f"{name}: {e.strerror or e}")
+    out = sys.stdout
+    if opts.json:
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+        return
+    if not rows:
+        return
+    head = (f"{'Frames':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6} {'bpb':>6} "
+            f"{'Check':<6} {'Mode':<8} {'Model':<12}  Filename")
+    print(head, file=out)
+
+    def line(r):
+        ratio = _ratio(r["compressed"], r["uncompressed"])
+        bpb = _bpb(r["compressed"], r["uncompressed"])
+        return (f"{r['frames']:>6} {_human(r['compressed']):>12} {_human(r['uncompressed']):>12} "
+                f"{ratio:>6} {bpb:>6} "
+                f"{r['check']:<6} {r['mode']:<8} {r['model'][:12]:<12}  {r['name']}")
+
+    for r in rows:
+        print(line(r), file=out)
+        if opts.verbose:
+            print(f"         format version: {','.join(str(v) for v in r['format_version'])}", file=out)
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["block_kinds"].items()))
+            print(f"         blocks:         {r['blocks']}{f' ({kinds})' if kinds else ''}", file=out)
+            named = f" ({r['model_name']})" if r["model_name"] else ""
+            print(f"         model id:       {r['model_id']}{named}", file=out)
+            print(f"         compressed:     {r['compressed']} bytes", file=out)
+            print(f"         uncompressed:   {r['uncompressed']} bytes", file=out)
+    if len(rows) > 1:
+        tc = sum(r["compressed"] for r in rows)
+        tu = sum(r["uncompressed"] for r in rows)
+        total = {"frames": sum(r["frames"] for r in rows), "compressed": tc, "uncompressed": tu,
+                 "check": "", "mode": "", "model": "", "name": f"{len(rows)} files (total)"}
+        print("-" * len(head), file=out)
+        print(line(total), file=out)
+
+
+def _run_list(api, opts, status, files):
+    try:
+        _do_list(api, opts, status, files)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        status.error("(stdout): Broken pipe")
+    except OSError as e:
+        status.error(f"(stdout): {e.strerror or e}")
+    return status.rc
