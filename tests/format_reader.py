@@ -1,15 +1,15 @@
-"""A second reader of word-model block payloads, written from codec/FORMAT.md §1–§6 (and, for format 5's
-speller, §5.4 with the byte model of §9; for format 6's token match flag, §3.4) alone.
+"""format_reader.py: a second reader of format 13's word-model block payloads, written from docs/format.md
+§1–§6 and §9 (the byte model, the speller of §5.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
-time, and Python integers), which is the check that FORMAT.md is complete and right. It reads the frames
-of formats 2 to 6 (§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
+time, and Python integers), which is the check that docs/format.md is complete and right. It reads a frame
+(§7.1) only as far as it needs to find the blocks. Slow (pure Python per token); for tests.
 """
 import numpy as np
 
 f32 = np.float32
-END_SYM, ESC = 256, 257
+END_SYM = 256
 TWO56, TWO48 = 1 << 56, 1 << 48
 
 
@@ -41,6 +41,26 @@ def k_tanh(x):
     t = f32(1) - f32(2) / (k_exp(a + a) + f32(1))
     sign = x.view(np.uint32) & np.uint32(0x80000000)
     return (t.view(np.uint32) | sign).view(f32)
+
+
+def k_log(x):
+    """§2.1 log (the Kneser-Ney mixture only): −104 below 2^−126 (and for NaN), +∞ read as the largest float."""
+    x = np.asarray(x, dtype=f32)
+    bad = ~(x >= f32(2.0 ** -126))
+    x = np.where(x == np.inf, np.finfo(f32).max, np.where(bad, f32(1), x)).astype(f32)
+    bits = x.view(np.uint32)
+    e = ((bits >> np.uint32(23)) & np.uint32(255)).astype(np.int32) - 127
+    m = ((bits & np.uint32(0x7FFFFF)) | np.uint32(127 << 23)).view(f32)
+    big = m > f32(1.41421354)
+    m = np.where(big, m * f32(0.5), m).astype(f32)
+    e = (e + big).astype(f32)
+    s = (m - f32(1)) / (m + f32(1))
+    s2 = s * s
+    p = np.full_like(s, f32(0.222222222))
+    for c in (0.285714287, 0.400000006, 0.666666687, 2):
+        p = p * s2 + f32(c)
+    p = p * s
+    return np.where(bad, f32(-104), (p + e * f32(-2.12194440e-4)) + e * f32(0.693359375)).astype(f32)
 
 
 def matvec(W, x):
@@ -196,7 +216,7 @@ GAP_BYTES = [b"", b" ", b"  ", b"\n", b"\n\n", b"\r\n", b"\t"]
 WS = b" \t\n\r\x0b\x0c"
 
 
-# ---- §9 the byte model, with the sizes of §5.4 (the speller of format 5) ----
+# ---- §9 the byte model, with the sizes of §5.4 (the speller) ----
 
 M64 = (1 << 64) - 1
 
@@ -416,27 +436,21 @@ class ByteModel:
         return c
 
 
-# ---- §3.4 token match flag (format 6) ----
+# ---- §3.4 token match flag ----
 
 class TokenMatch:
-    """§3.4: the group's token history, context table, unknown bodies and the flag's APM (versions 6-9) or
-    two APMs (version 10)."""
-    HBITS, DICT, LMAX, RATE, ORDERS, NO_ID = 18, 32768, 64, 4, (4, 2, 1), 0xFFFFFFFF
+    """§3.4: the group's token history, context table, unknown bodies and the flag's two APMs."""
+    HBITS, DICT, LMAX, ORDERS, NO_ID = 18, 32768, 64, (4, 2, 1), 0xFFFFFFFF
 
-    def __init__(self, V, version):
+    def __init__(self, V):
         self.V, self.hist, self.gaps, self.tab, self.ptr, self.len = V, [0], [0], {}, 0, 0
         self.bodies, self.index = [], {}
-        self.two = version >= 10
-        if not self.two:
-            row = [16 * squash(min(2047, 128 * (j - 16))) for j in range(33)]
-            self.apm = [list(row) for _ in range(40)]
-        else:
-            row = [16 * squash(max(-2047, min(2047, 256 * (j - 8)))) for j in range(17)]
-            self.apm_len = [list(row) for _ in range(48)]
-            self.apm_run = [list(row) for _ in range(24)]
-            self.c_len = [[0] * 17 for _ in range(48)]
-            self.c_run = [[0] * 17 for _ in range(24)]
-            self.flg, self.run, self.ist, self.own = [0], 0, [0] * 4096, 0
+        row = [16 * squash(max(-2047, min(2047, 256 * (j - 8)))) for j in range(17)]
+        self.apm_len = [list(row) for _ in range(48)]
+        self.apm_run = [list(row) for _ in range(24)]
+        self.c_len = [[0] * 17 for _ in range(48)]
+        self.c_run = [[0] * 17 for _ in range(24)]
+        self.flg, self.run, self.ist, self.own = [0], 0, [0] * 4096, 0
 
     def prediction(self):
         """(pw, body) or None; body is None for a vocabulary id."""
@@ -447,21 +461,6 @@ class TokenMatch:
 
     def flag(self, rd, q, unk):
         """Decode the flag (steps 3-5 of step 0) with the network's q (12 bits)."""
-        if self.two:
-            return self._flag10(rd, q, unk)
-        L = self.len
-        b = L if L < 16 else 16 + min(3, L.bit_length() - 1 - 4)
-        r = 2 * b + (1 if unk else 0)
-        u = ST[q] + 2048
-        lo, phi = u >> 7, u & 127
-        A = self.apm[r]
-        p = max(1, min(4095, (A[lo] * (128 - phi) + A[lo + 1] * phi) >> 11))
-        h = 1 if rd.decode([p, 4096 - p]) == 0 else 0
-        k = lo + (1 if phi >= 64 else 0)
-        A[k] += asr(65535 * h - A[k], self.RATE)
-        return h
-
-    def _flag10(self, rd, q, unk):
         L, x = self.len, self.hist[self.ptr]
         s = ((x * 0x9E3779B1) & 0xFFFFFFFF) >> 20
         cls = L if L < 4 else 4 if L < 8 else 5 if L < 16 else 6 if L < 64 else 7
@@ -498,18 +497,13 @@ class TokenMatch:
             return
         x = int(self._id(int(w), body))
         if self.ptr and self.hist[self.ptr] == x != self.NO_ID:
-            self.ptr, self.len = self.ptr + 1, min(self.len + 1, 65535)
-            if self.two:
-                self.run = min(self.run + 1, 255)
+            self.ptr, self.len, self.run = self.ptr + 1, min(self.len + 1, 65535), min(self.run + 1, 255)
         else:
-            self.ptr, self.len = 0, 0
-            if self.two:
-                self.run = 0
+            self.ptr, self.len, self.run = 0, 0, 0
         self.hist.append(x)
         self.gaps.append(int(gap))
-        if self.two:
-            self.flg.append(self.own)
-            self.own = 0
+        self.flg.append(self.own)
+        self.own = 0
         n, H = len(self.hist) - 1, self.hist
         for k in self.ORDERS:
             if n < k:
@@ -527,9 +521,7 @@ class TokenMatch:
                     while L < self.LMAX and cand - 1 - L >= 1 and H[cand - 1 - L] == H[n - L] != self.NO_ID:
                         L += 1
                     if L >= k:
-                        self.ptr, self.len = cand, L
-                        if self.two:
-                            self.run = 0
+                        self.ptr, self.len, self.run = cand, L, 0
             self.tab[i] = n + 1
 
 
@@ -656,7 +648,7 @@ class TokenCache:
 
 
 class BodyMix:
-    """§5.1.1 (format 9): the spelling cache's symbol from its PPM-C counts mixed with three experts over
+    """§5.1.1: the spelling cache's symbol from its PPM-C counts mixed with three experts over
     the group's unknown bodies (followers of the previous token and of the previous two, recency)."""
     K, BITS, INC, L, RI, RL, RATE, WMIN, WMAX = (16, 8), (14, 15), 2, 30, 4, 100, 5, 655, 1 << 20
 
@@ -751,18 +743,17 @@ class Speller:
                 self.update(piece[:32], 32)
         self.reset()
 
-    def reset(self, byte_model=False):
-        """byte_model: format 5 (§5.4), the escaped bodies are spelled by a ByteModel over the bodies."""
+    def reset(self):
+        """A group start: the escaped bodies are spelled by a fresh ByteModel (§5.4) over the PPM's sums."""
         self.delta = {}  # the primed tables (base) stay as they are; changes since the reset go here
         self.cache, self.counts = [], []
         self.gap = [[1] * 7 for _ in range(7)]
-        self.cm = ByteModel() if byte_model else None
+        self.cm = ByteModel()
 
     def see_body(self, body):
         """A known body or a cache hit, then ' ': seen by the byte model (§5.4)."""
-        if self.cm is not None:
-            for c in body + b" ":
-                self.cm.see(c)
+        for c in body + b" ":
+            self.cm.see(c)
 
     def _dist(self, body, p):
         """§5.4: the PPM's weights at position p as a tree of sums over bytes (END counts as ' ')."""
@@ -827,27 +818,15 @@ class Speller:
             if live:
                 yield c, live
 
-    def _symbol(self, rd, hist, p):
-        excl = {END_SYM} if p == 0 else set()
-        for c, live in self._levels(hist, p, excl):
-            freqs = [0] * 258
-            for y in live:
-                freqs[y] = 2 * c[0][y] - 1
-            freqs[ESC] = len(live)
-            x = rd.decode(freqs)
-            excl |= set(c[0])
-            if x != ESC:
-                return x
-        return rd.decode([0 if y in excl else 1 for y in range(257)])
-
     def symbol_of(self, body):
         """The cache symbol of a body (§5.1.1): i + 1 for the i-th cached body, 0 if it is not cached."""
         return self.cache.index(body) + 1 if body in self.cache else 0
 
-    def unknown(self, rd, maxlen=32, mix=None):
-        """mix: a BodyMix (format 9) codes the cache symbol."""
+    def unknown(self, rd, mix, maxlen=32):
+        """An unknown word's body (§5.1-§5.2, §5.4): the cache symbol coded by mix (a BodyMix, §5.1.1), then
+        on an escape the body spelled by the byte model."""
         u = len(self.cache)
-        i = mix.code(rd, [max(u, 1)] + self.counts) if mix is not None else rd.decode([max(u, 1)] + self.counts)
+        i = mix.code(rd, [max(u, 1)] + self.counts)
         self.last_hit = i > 0
         if i:
             self.counts[i - 1] += 1
@@ -855,26 +834,17 @@ class Speller:
                 self.counts = [(c + 1) // 2 for c in self.counts]
             self.see_body(self.cache[i - 1])
             return self.cache[i - 1]
-        body, hist = bytearray(), [-1]
+        body = bytearray()
         for p in range(maxlen + 1):
-            if self.cm is not None:       # §5.4
-                if p == maxlen:
-                    self.cm.see(32)
-                    break
-                c = self.cm.code_byte(rd, self._dist(body, p))
-                if c == 32 and p >= 1:
-                    break
-                if c in WS:
-                    raise Corrupt("whitespace in a spelled body")
-                body.append(c)
-                continue
             if p == maxlen:
+                self.cm.see(32)
                 break
-            y = self._symbol(rd, hist, p)
-            if y == END_SYM:
+            c = self.cm.code_byte(rd, self._dist(body, p))
+            if c == 32 and p >= 1:
                 break
-            body.append(y)
-            hist.append(y)
+            if c in WS:
+                raise Corrupt("whitespace in a spelled body")
+            body.append(c)
         body = bytes(body)
         if body in self.cache:
             raise Corrupt("escape to a cached body")
@@ -923,23 +893,101 @@ class GapMix:
         self.col = min(self.col + blen, 1 << 20)
 
 
+# ---- §2.5 the Kneser-Ney expert ----
+
+class KneserNey:
+    """§2.5: the expert's class and word probabilities over the context (u, v) of the two previous tokens,
+    from the model file's Kneser-Ney section (docs/model_format.md field 13a)."""
+
+    def __init__(self, blob, V, class_start):
+        lam, m3, n2, n3 = np.frombuffer(blob, "<f4", 1, 0)[0], *np.frombuffer(blob, "<u4", 3, 4)
+        o = 16
+
+        def take(dtype, n):
+            nonlocal o
+            a = np.frombuffer(blob, dtype, n, o)
+            o += a.nbytes
+            return a
+        self.lam = f32(lam)
+        self.p1, self.g2, o2 = take("<f4", V), take("<f4", V), take("<u4", V + 1)
+        e2 = take([("w", "<u4"), ("a", "<f4")], n2)
+        k3, g3, o3 = take("<u8", m3), take("<f4", m3), take("<u4", m3 + 1)
+        e3 = take([("w", "<u4"), ("a", "<f4")], n3)
+        assert o == len(blob)
+        self.bi = [[(int(w), f32(a)) for w, a in e2[o2[v]:o2[v + 1]]] for v in range(V)]
+        self.tri = {int(k): (f32(g), [(int(w), f32(a)) for w, a in e3[o3[i]:o3[i + 1]]])
+                    for i, (k, g) in enumerate(zip(k3, g3))}
+        self.V, self.cs = V, class_start
+        self.cls_of = [c for c in range(len(class_start) - 1) for _ in range(class_start[c + 1] - class_start[c])]
+        self.P1c = []
+        for c in range(len(class_start) - 1):
+            s = f32(0)
+            for w in range(class_start[c], class_start[c + 1]):
+                s = s + self.p1[w]
+            self.P1c.append(s)
+        self.reset()
+
+    def reset(self):
+        self.u = self.v = 1
+
+    def push(self, w):
+        self.u, self.v = self.v, w
+
+    def _ctx(self):
+        g3, tri = self.tri.get(self.u * self.V + self.v, (f32(1), []))
+        return g3, g3 * self.g2[self.v], self.bi[self.v], tri
+
+    def classes(self):
+        g3, base, bi, tri = self._ctx()
+        P = [base * pc for pc in self.P1c]
+        for w, a2 in bi:
+            P[self.cls_of[w]] = P[self.cls_of[w]] + (g3 * a2)
+        for w, a3 in tri:
+            P[self.cls_of[w]] = P[self.cls_of[w]] + a3
+        return np.array(P, dtype=f32)
+
+    def words(self, a, b):
+        g3, base, bi, tri = self._ctx()
+        p = [base * self.p1[w] for w in range(a, b)]
+        for w, a2 in bi:
+            if a <= w < b:
+                p[w - a] = p[w - a] + (g3 * a2)
+        for w, a3 in tri:
+            if a <= w < b:
+                p[w - a] = p[w - a] + a3
+        return np.array(p, dtype=f32)
+
+
 # ---- §2, §3, §6: the model, the token step, dynamic evaluation ----
 
-HEADS_LR_MUL, HEADS_DECAY_MUL = 2, 1      # §6.5: heads mode's rates from format 13
+HEADS_LR_MUL, HEADS_DECAY_MUL = 2, 1      # §6.5: heads mode's rates a and b
 
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 
 
+def sigmoid(z):
+    """§2.4 (lstm): σ(z) = (0.5·tanh(0.5·z)) + 0.5."""
+    return (f32(0.5) * k_tanh(f32(0.5) * z)) + f32(0.5)
+
+
 class Reader:
-    def __init__(self, cfg, params, ms, vocab, class_start, prime, adapt):
+    """The word model of §2 (elman, lstm or nplm; with the Kneser-Ney expert of §2.5 when the model has one)
+    and the token step of §3 over it, one group at a time (reset at a group start)."""
+
+    def __init__(self, cfg, params, ms, vocab, class_start, prime, adapt, kn=b""):
         V, D, H, C = cfg["V"], cfg["D"], cfg["H"], cfg["C"]
-        shapes = [(V, D), (4, D), (8, D), (H, D), (H, H), (H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
+        self.arch, K = cfg.get("arch", "elman"), cfg.get("context", 0)
+        G = 4 if self.arch == "lstm" else 1          # §2.4: the body's tensors in the places of Wx, Wh, bh
+        wh = (H, (K - 1) * D) if self.arch == "nplm" else (G * H, H)
+        shapes = [(V, D), (4, D), (8, D), (G * H, D), wh, (G * H,), (C, H), (C,), (V, H), (V,), (4, H), (V, 4),
                   (8, H), (V, 8)]
         flat, self.p0, o = np.asarray(params, dtype=f32), {}, 0
         for name, s in zip(NAMES, shapes):
             n = int(np.prod(s))
             self.p0[name] = flat[o:o + n].reshape(s).copy()
             o += n
+        assert o == len(flat), (o, len(flat))
+        self.H, self.D, self.K = H, D, K
         self.cs, self.vocab, self.adapt, self.seg_len = list(class_start), vocab, adapt, cfg["seg_len"]
         self.cls_of = [c for c in range(C) for _ in range(self.cs[c + 1] - self.cs[c])]   # id -> class
         self.V = V
@@ -951,34 +999,41 @@ class Reader:
             self.step0[name] = lr / den if den > 0 else f32(0)
         self.rates = None
         self.speller = Speller(prime)
+        self.kn = KneserNey(bytes(kn), V, self.cs) if kn else None
         self.q8 = None                                    # §2.6's tables, made the first time a frame needs them
         self.reset()
 
-    def reset(self, adapt=None, version=2):
-        """The state at a group start (§7.2); adapt: switch between static and dynamic mode; version: the
-        frame's (from 5 the byte-model speller of §5.4)."""
+    def reset(self, adapt=None):
+        """The state at a group start (§7.2); adapt: switch between static (False), dynamic (True) and heads
+        ("heads") mode."""
         if adapt is not None:
             self.adapt = adapt
-        self.version = version
         self.p = {k: v.copy() for k, v in self.p0.items()}
-        self.h = np.zeros(self.p0["bh"].shape, dtype=f32)
-        self.int8 = self.version >= 11 and not self.adapt      # the integer forward of §2.6
-        self.heads_only = self.adapt == "heads"                # heads mode (§6.5): only the heads adapt ...
-        self.int8_body = self.int8 or self.heads_only          # ... and the transition is §2.6's integer one
-        # §6.5: from format 13 heads mode's update takes the steps and the clip times a, the decay times b
-        self._set_rates((HEADS_LR_MUL, HEADS_DECAY_MUL) if self.heads_only and self.version >= 13 else (1, 1))
-        if self.int8_body and self.q8 is None:
-            self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")}
+        H = self.H
+        self.h = np.zeros(H, dtype=f32)
+        self.c = np.zeros(H, dtype=f32)                                   # lstm: the cell
+        self.u = np.zeros(max(self.K - 1, 0) * self.D, dtype=f32)         # nplm: the older inputs
+        self.int8 = not self.adapt                          # the integer heads of §2.6 (static mode)
+        self.heads_only = self.adapt == "heads"             # heads mode (§6.5): only the heads adapt ...
+        # ... and, as in static mode, the transition's products with h and x are §2.6's integer ones (nplm's
+        # stay in float)
+        self.int8_body = (self.int8 or self.heads_only) and self.arch != "nplm"
+        self._set_rates((HEADS_LR_MUL, HEADS_DECAY_MUL) if self.heads_only else (1, 1))
+        if (self.int8 or self.int8_body) and self.q8 is None:
+            self.q8 = {name: quant_rows(self.p0[name]) for name in ("Wc", "Wo", "Wh", "Wx")
+                       if not (self.arch == "nplm" and name in ("Wh", "Wx"))}
         self.seg, self.seg_no = [], 0
         self.last = {"E": {}, "O": {}, "B": {}}
-        self.speller.reset(byte_model=self.version >= 5)
+        self.speller.reset()
         self.gapmix = GapMix()
-        self.match = TokenMatch(self.V, self.version) if self.version >= 6 else None
-        self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of) if self.version >= 8 else None
-        self.bmix = BodyMix() if self.version >= 9 else None
+        self.match = TokenMatch(self.V)
+        self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of)
+        self.bmix = BodyMix()
+        if self.kn is not None:
+            self.kn.reset()
 
     def _set_rates(self, rates):
-        """§6: step_t·a, lim·a, decay·b (float) and the catch-up factors q_k of decay·b."""
+        """§6.1, §6.5: step_t·a, lim·a, decay·b (float) and the catch-up factors q_k of decay·b."""
         if rates == self.rates:
             return
         a, b = f32(rates[0]), f32(rates[1])
@@ -989,6 +1044,8 @@ class Reader:
         for _ in range(4096):
             v = self.q[-1] * keep
             self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
+
+    # -- §2.3, §2.6: products --
 
     def hprod(self, name, a=0, b=None):
         """(W[a:b]·h) for a head or the recurrent matrix: the float product of §2.3, or §2.6's integer one."""
@@ -1004,6 +1061,59 @@ class Reader:
         g, xs = vec_grid(x)
         q, mul = self.q8["Wx"]
         return (qmatvec(q, mul, g) * xs).astype(f32)
+
+    # -- §2.4: the transitions --
+
+    def state(self):
+        return (self.h, self.c) if self.arch == "lstm" else (self.h, self.u) if self.arch == "nplm" else (self.h,)
+
+    def _gates(self, a):
+        H = self.H
+        return sigmoid(a[:H]), sigmoid(a[H:2 * H]), k_tanh(a[2 * H:3 * H]), sigmoid(a[3 * H:])
+
+    def advance(self, x):
+        P = self.p
+        if self.arch == "elman":
+            self.h = k_tanh((self.xprod(x) + self.hprod("Wh")) + P["bh"])
+        elif self.arch == "lstm":
+            i, f, g, o = self._gates((self.xprod(x) + self.hprod("Wh")) + P["bh"])
+            self.c = (f * self.c) + (i * g)
+            self.h = o * k_tanh(self.c)
+        else:                                         # nplm: both products in float in every mode
+            self.h = k_tanh((matvec(P["Wx"], x) + matvec(P["Wh"], self.u)) + P["bh"])
+            self.u = np.concatenate([x, self.u[:(self.K - 2) * self.D]]).astype(f32)
+
+    def _back(self, t, dh, carry, x):
+        """The backward of the transition that made token t's state (§6.3; §2.4 for lstm and nplm):
+        (da, dx, dh_next, the state part gWh pairs da with, carry for t − 1)."""
+        P, seg, z = self.p, self.seg, lambda n: np.zeros(n, dtype=f32)  # noqa: E731
+        S, Sp = seg[t]["S"], seg[t - 1]["S"]
+        if self.arch == "elman":
+            s = S[0]
+            da = dh * (f32(1) - (s * s))
+            return da, t_acc(z(self.D), P["Wx"], da), t_acc(z(self.H), P["Wh"], da), Sp[0], None
+        if self.arch == "lstm":
+            (hp, cp), ct = Sp, S[1]
+            dc = carry if carry is not None else z(self.H)
+            i, f, g, o = self._gates((matvec(P["Wx"], x) + matvec(P["Wh"], hp)) + P["bh"])
+            tau = k_tanh(ct)
+            do = dh * tau
+            u = f32(1) - (tau * tau)
+            dcp = dc + ((dh * o) * u)
+            di, dg, df, dc_next = dcp * g, dcp * i, dcp * cp, dcp * f
+            da = np.concatenate([di * (i * (f32(1) - i)), df * (f * (f32(1) - f)), dg * (f32(1) - (g * g)),
+                                 do * (o * (f32(1) - o))]).astype(f32)
+            return da, t_acc(z(self.D), P["Wx"], da), t_acc(z(self.H), P["Wh"], da), hp, dc_next
+        s, up = S[0], Sp[1]                           # nplm
+        du = carry if carry is not None else z(len(up))
+        da = dh * (f32(1) - (s * s))
+        dx = t_acc(z(self.D), P["Wx"], da) + du[:self.D]
+        du_next = t_acc(z(len(up)), P["Wh"], da)
+        n = (self.K - 2) * self.D
+        du_next[:n] = du_next[:n] + du[self.D:]
+        return da, dx, z(self.H), up, du_next
+
+    # -- §6: dynamic evaluation --
 
     def _clamp(self, s):
         a = np.where(s < self.lim, s, self.lim)
@@ -1022,9 +1132,9 @@ class Reader:
             self.seg = []
             return
         P, seg, T = self.p, self.seg, len(self.seg)
-        H, D, C = P["Wh"].shape[0], P["Wx"].shape[1], P["Wc"].shape[0]
+        H, D, C = self.H, self.D, P["Wc"].shape[0]
         z = lambda n: np.zeros(n, dtype=f32)  # noqa: E731
-        gbc, gbh, gEcase, gEgap = z(C), z(H), np.zeros((4, D), f32), np.zeros((8, D), f32)
+        gbc, gbh, gEcase, gEgap = z(C), z(P["bh"].shape[0]), np.zeros((4, D), f32), np.zeros((8, D), f32)
         gE, gbo, gBc, gBg = {}, {}, {}, {}
         for tok in seg:
             a, b = self.cs[tok["c"]], self.cs[tok["c"] + 1]
@@ -1035,8 +1145,8 @@ class Reader:
         deep = not self.heads_only                    # §6.5: no gradient into h, nothing below the heads
         for tok in seg[:-1] if deep else ():
             gE.setdefault(tok["w"], z(D))
-        dcs, dws, dks, dgs, das, xs = {}, {}, {}, {}, {}, {}
-        dh_next = z(H)
+        dcs, dws, dks, dgs, das, xs, prevs = {}, {}, {}, {}, {}, {}, {}
+        dh_next, carry = z(H), None
         for t in range(T - 1, -1, -1):
             tok = seg[t]
             w, c, a = tok["w"], tok["c"], self.cs[tok["c"]]
@@ -1063,24 +1173,21 @@ class Reader:
             dcs[t], dws[t], dgs[t] = dc, dw, dg
             if t == 0 or not deep:
                 continue
-            s = tok["s"]
-            da = dh * (f32(1) - (s * s))
             prev = seg[t - 1]
             x = (P["E"][prev["w"]] + P["Ecase"][prev["case"]]) + P["Egap"][prev["gap"]]
+            da, dx, dh_next, prevs[t], carry = self._back(t, dh, carry, x)
             gbh = gbh + da
-            dx = t_acc(z(D), P["Wx"], da)
             gE[prev["w"]] = gE[prev["w"]] + dx
             gEcase[prev["case"]] = gEcase[prev["case"]] + dx
             gEgap[prev["gap"]] = gEgap[prev["gap"]] + dx
-            dh_next = t_acc(z(H), P["Wh"], da)
             das[t], xs[t] = da, x
         order = range(T - 1, -1, -1)
         g = {"Ecase": gEcase, "Egap": gEgap, "bh": gbh, "bc": gbc,
              "Wc": outer_sum([dcs[t] for t in order], [seg[t]["s"] for t in order], C, H),
              "Ug": outer_sum([dgs[t] for t in order], [seg[t]["s"] for t in order], 8, H)}
         if deep:
-            g["Wx"] = outer_sum([das[t] for t in order if t], [xs[t] for t in order if t], H, D)
-            g["Wh"] = outer_sum([das[t] for t in order if t], [seg[t - 1]["s"] for t in order if t], H, H)
+            g["Wx"] = outer_sum([das[t] for t in order if t], [xs[t] for t in order if t], *P["Wx"].shape)
+            g["Wh"] = outer_sum([das[t] for t in order if t], [prevs[t] for t in order if t], *P["Wh"].shape)
         gUc = np.zeros((4, H), f32)
         gUc[:3] = outer_sum([dks[t] for t in order if t in dks], [seg[t]["s"] for t in order if t in dks], 3, H)
         g["Uc"] = gUc
@@ -1104,33 +1211,43 @@ class Reader:
                 last[r] = self.seg_no
         self.seg = []
 
+    # -- §3: the token step --
+
     def decode_block(self, payload, size):
-        rd, out, P = RangeDecoder(payload), bytearray(), self.p
-        bound = 16384 if self.version >= 7 else None       # tokens of a block, END included (§3.5)
+        rd, out, P, kn = RangeDecoder(payload), bytearray(), self.p, self.kn
         n = 0
         while True:
-            if bound is not None and n >= bound:
+            if n >= 16384:                            # tokens of a block, <end> included (§3.5)
                 raise Corrupt("more tokens than a block may hold")
             n += 1
-            zc = self.hprod("Wc") + P["bc"]
-            fc = fnet = quant(zc)                     # fnet: the network's own (§3.6)
+            zc = self.hprod("Wc") + P["bc"]           # the network's logits: the ones §6 learns from
+            if kn is not None:                        # §2.5: the mixture's logits are the ones coded
+                qc = softmax(zc)
+                zc_coded = k_log((kn.lam * qc) + ((f32(1) - kn.lam) * kn.classes()))
+            else:
+                zc_coded = zc
+            fc = fnet = quant(zc_coded)               # fnet: the model's own (§3.6)
             tc = self.cache
-            if tc is not None:
-                tc.begin()
-                fc = tc.classes(fnet)
+            tc.begin()
+            fc = tc.classes(fnet)
 
-            def words(c, a, z):
-                """The word frequencies of class c (ids from a): the network's and those coded with."""
-                g = quant(z)
-                return g, (tc.words(c, a, fnet, g) if tc is not None else list(g))
-            pred = self.match.prediction() if self.match is not None else None
+            def words(c):
+                """Class c's word logits (the network's), the model's word frequencies and those coded with."""
+                a, b = self.cs[c], self.cs[c + 1]
+                z = self.hprod("Wo", a, b) + P["bo"][a:b]
+                if kn is not None:
+                    t = kn.lam * qc[c]
+                    g = quant(k_log((t * softmax(z)) + ((f32(1) - kn.lam) * kn.words(a, b))))
+                else:
+                    g = quant(z)
+                return z, g, tc.words(c, a, fnet, g)
+            pred = self.match.prediction()
             hit, fw = 0, None
             if pred is not None:                      # step 0 (§3.4)
                 pw, pbody = pred
                 cs = self.cls_of[pw]
-                a, b = self.cs[cs], self.cs[cs + 1]
-                zp = self.hprod("Wo", a, b) + P["bo"][a:b]
-                gnet, g = words(cs, a, zp)
+                a = self.cs[cs]
+                zp, gnet, g = words(cs)
                 Fc, Fp, js = sum(fc), sum(g), pw - a
                 q = max(1, min(4095, (fc[cs] * g[js]) // max(1, (Fc * Fp) >> 12)))
                 hit = self.match.flag(rd, q, pw == 0)
@@ -1143,23 +1260,21 @@ class Reader:
                     fw = (cs, g, zp, gnet)
             if not hit:
                 c = rd.decode(fc)
-                a, b = self.cs[c], self.cs[c + 1]
+                a = self.cs[c]
                 if fw is not None and fw[0] == c:
                     zw, gw = fw[2], fw[3]
                     w = a + rd.decode(fw[1])
                 else:
-                    zw = self.hprod("Wo", a, b) + P["bo"][a:b]
-                    gw, g = words(c, a, zw)
+                    zw, gw, g = words(c)
                     w = a + rd.decode(g)
-            if tc is not None:
-                tc.learn(c, w, fnet, gw[w - self.cs[c]], sum(gw))
+            tc.learn(c, w, fnet, gw[w - self.cs[c]], sum(gw))
             bsym = bnew = -1
             if hit and w == 0:
                 body = pbody
                 self.speller.see_body(body)
                 bsym = self.speller.symbol_of(body)
             else:
-                body = b"" if w == 1 else self.speller.unknown(rd, mix=self.bmix) if w == 0 else self.vocab[w]
+                body = b"" if w == 1 else self.speller.unknown(rd, self.bmix) if w == 0 else self.vocab[w]
                 if w == 0:
                     bnew = self.speller.symbol_of(body)
                     bsym = bnew if self.speller.last_hit else 0
@@ -1179,26 +1294,23 @@ class Reader:
             gap = rd.decode(gf)
             gap_bytes = self.speller.literal_gap(rd) if gap == 7 else GAP_BYTES[gap]
             self.gapmix.update(ctx, gap, gap_bytes, len(body))
-            if self.match is not None:
-                self.match.push(w, body, gap)
-            if tc is not None:
-                tc.push(w, self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID)
-            if self.bmix is not None:
-                self.bmix.push(bsym, bnew, self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID)
+            self.match.push(w, body, gap)
+            x_id = self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID
+            tc.push(w, x_id)
+            self.bmix.push(bsym, bnew, x_id)
             out += gap_bytes + recase(body, case)
             if len(out) > size:
                 raise Corrupt("block too long")
-            if w == 1 and self.version >= 7:              # a block's <end> does not advance the network (§3.2)
+            if w == 1:                                # a block's <end> does not advance the network (§3.2)
                 break
             if self.adapt:
                 self.seg.append({"w": w, "c": c, "case": case, "gap": gap, "coded": coded, "s": self.h,
-                                 "zc": zc, "zw": zw, "zk": zk, "zg": zg})
-            x = (P["E"][w] + P["Ecase"][case]) + P["Egap"][gap]
-            self.h = k_tanh((self.xprod(x) + self.hprod("Wh")) + P["bh"])
+                                 "S": self.state(), "zc": zc, "zw": zw, "zk": zk, "zg": zg})
+            self.advance((P["E"][w] + P["Ecase"][case]) + P["Egap"][gap])
+            if kn is not None:
+                kn.push(w)
             if self.adapt and len(self.seg) >= self.seg_len:
                 self._end_segment()
-            if w == 1:
-                break
         self._end_segment()
         rd.finish()
         if len(out) != size:
@@ -1217,10 +1329,10 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a frame of format 2 to 7 (§7.1; from format 3 a
-    CRC32 follows each word-model block, from format 4 each byte-model block too)."""
-    assert frame[:4] == b"\xb1NLM" and 2 <= frame[4] <= 13
-    version, flags = frame[4], frame[5]
+    """(adapt, [(group start, block kind, size, payload)]) of a format-13 frame (§7.1: a CRC32 follows each
+    word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5)."""
+    assert frame[:4] == b"\xb1NLM" and frame[4] == 13
+    flags = frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []
     while frame[p] != 0x80:
@@ -1228,5 +1340,5 @@ def word_blocks(frame):
         size, p = read_varint(frame, p + 1)
         psize, p = read_varint(frame, p)
         blocks.append((bool(t & 4), t & 3, size, bytes(frame[p:p + psize])))
-        p += psize + (4 if version >= 3 and (t & 3) in (2, 3) else 0)
-    return ("heads" if flags & 0x10 else bool(flags & 1)), blocks    # flag 0x10: heads mode (§6.5, format 12)
+        p += psize + (4 if (t & 3) in (2, 3) else 0)
+    return ("heads" if flags & 0x10 else bool(flags & 1)), blocks
