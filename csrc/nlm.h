@@ -150,6 +150,11 @@ void nlm_codec_free(NlmCodec* c);
  * mode needs a context made with adapt 0, dynamic and heads mode one made with adapt 1), or NLM_ERR_NOMEM. */
 int nlm_codec_reset_for(NlmCodec* c, int version, int mode);
 
+/* Whether the statistics (nlm_codec_stats) sum the information of the coded tokens' symbols (the *_BITS and
+ * *_COST entries the token step adds, one log2 per symbol; on for a new context): off, those stay 0 and a
+ * static token step is a few percent faster; the counts are kept either way, the speller's own sums too, and a
+ * trace (nlm_codec_trace) sums everything whatever this says.  Never changes the bytes; does not reset. */
+int nlm_codec_set_bit_stats(NlmCodec* c, int on);
 /* Estimates only (the encoder's probe, python/nlmcodec/_encode.py): on != 0 stops a dynamic context's
  * updates, so what it codes until it is turned off costs static-mode time; the payload is then not one the
  * decoder can follow, so the caller saves before and restores after.  No effect on a static context. */

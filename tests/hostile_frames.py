@@ -1,4 +1,4 @@
-"""Forged frames naming the bundled default model, and what rejecting each costs (issue 12, item 7).
+"""Forged frames naming the bundled default model, and what rejecting each costs.
 
     python tests/hostile_frames.py [--json]
 
@@ -6,9 +6,9 @@ prints one row per forged frame: its size, the CPU and wall time of decompress()
 peak RSS over the model's own footprint (the RSS after the model is loaded and a codec has decoded one
 valid frame), and the error message.  tests/test_hostile.py runs it in a subprocess (so the peak RSS is
 this process's alone) and checks the bounds.  Each forged block is the cheapest payload for the most
-work: the word model's own coding of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes; from
-format 7, of 16,383 bytes of "." (16,384 tokens with <end>: the most a block may hold, FORMAT.md §3.5).
-Format 4's byte-model blocks: the byte model's own coding of 256 KiB of zeros (the cheapest payload), and
+work: the word model's own coding of 16,383 bytes of "." (16,384 tokens with <end>: the most a block may
+hold, docs/format.md §3.5), and of 64 KiB of "." (65,536 one-byte tokens, dynamic mode), 17 bytes, which
+the decoder stops at the bound.  Byte-model blocks: the byte model's own coding of 256 KiB of zeros (the cheapest payload), and
 a random payload (it decodes to pseudo-random bytes, which touch the most table memory), in a run of the
 largest size class (2^23 bytes, the largest tables).
 """
@@ -29,11 +29,11 @@ VEC = Path(__file__).resolve().parents[1] / "codec" / "vectors"
 BLOCK = 1 << 16
 
 
-def _dense_payload(model, version: int, n: int = BLOCK) -> bytes:
-    """The word model's own coding of n bytes of "." (n one-byte tokens and <end>, dynamic mode) as format
-    `version` codes word-model blocks, without format 7's token bound (so the payload can exceed it)."""
+def _dense_payload(model, n: int = BLOCK) -> bytes:
+    """The word model's own coding of n bytes of "." (n one-byte tokens and <end>, dynamic mode), without the
+    token bound of a block (so the payload can exceed it: what a forger can write)."""
     c = Codec(model, True)
-    c.reset(**dict(F.codec_options(version), max_tokens=0))
+    c.lab_reset(max_tokens=0)
     return c.encode_block(b"." * n)
 
 
@@ -45,18 +45,18 @@ def _frame(version, model_id, blocks, content_crc=0, truncate=None, kind=F.BLOCK
         if crc is not None:
             body += crc.to_bytes(4, "little")
     total = sum(s for s, _, _ in blocks)
-    f = (F.header_v2(True, F.CHECK_CRC32, model_id, version=version) + bytes(body)
-         + F.trailer_v2([(total, len(body))], total, F.CHECK_CRC32, content_crc))
+    f = (F.header(True, F.CHECK_CRC32, model_id, version=version) + bytes(body)
+         + F.trailer([(total, len(body))], total, F.CHECK_CRC32, content_crc))
     return f[:truncate] if truncate else f
 
 
 def _byte_frame(blocks) -> bytes:
-    """A format-4 frame (no model id) of byte-model blocks [(size, payload)] in one group, bad block CRCs."""
-    return _frame(4, None, [(size, payload, 0) for size, payload in blocks], kind=F.BLOCK_BYTE)
+    """A frame (no model id) of byte-model blocks [(size, payload)] in one group, bad block CRCs."""
+    return _frame(F.FORMAT_VERSION, None, [(size, payload, 0) for size, payload in blocks], kind=F.BLOCK_BYTE)
 
 
 def forged_byte():
-    """Format-4 byte-model blocks: [(name, frame, decompress keyword arguments)]."""
+    """Forged byte-model blocks: [(name, frame, decompress keyword arguments)]."""
     n = F.MAX_BYTE_BLOCK
     zeros = ByteCoder().encode_block(bytes(n), 1 << 23)
     noise = b"\x17" + random.Random(3).randbytes(n - 1)      # decodes to pseudo-random bytes: the most slots
@@ -64,40 +64,36 @@ def forged_byte():
     cont.encode_block(bytes(n), 1 << 23)
     more = cont.encode_block(bytes(n), 0)
     return [
-        ("v4: one 256 KiB byte-model block (zeros), size class 23, bad block CRC", _byte_frame([(n, zeros)]), {}),
-        ("v4: one 256 KiB byte-model block, a random payload of 256 KiB, size class 23",
+        ("one 256 KiB byte-model block (zeros), size class 23, bad block CRC", _byte_frame([(n, zeros)]), {}),
+        ("one 256 KiB byte-model block, a random payload of 256 KiB, size class 23",
          _byte_frame([(n, noise)]), {}),
-        ("v4: a run of 32 such blocks (8 MiB of zeros), bad block CRCs",
+        ("a run of 32 such blocks (8 MiB of zeros), bad block CRCs",
          _byte_frame([(n, zeros)] + [(n, more)] * 31), {}),
-        ("v4: a 256 KiB byte-model block with a 3-byte payload", _byte_frame([(n, b"\x17\x55\x13")]), {}),
+        ("a 256 KiB byte-model block with a 3-byte payload", _byte_frame([(n, b"\x17\x55\x13")]), {}),
     ]
 
 
 def forged(model):
     """[(name, frame, decompress keyword arguments)]."""
-    mid, p = model.model_id, _dense_payload(model, 3)
-    one = _frame(3, mid, [(BLOCK, p, 0)])                        # the block CRC is wrong
+    v, mid = F.FORMAT_VERSION, model.model_id
+    n = F.MAX_MODEL_TOKENS - 1                    # the densest valid block: n "." and <end>, the bound
+    bound = Codec(model, True)
+    bound.reset()
+    p = bound.encode_block(b"." * n)
+    dense = _dense_payload(model)                 # a 64 KiB payload of 65,536 tokens: stopped at the bound
+    one = _frame(v, mid, [(n, p, 0)])             # the block CRC is wrong
     k = (10_000 - len(one)) // (len(p) + 9) + 1
-    many = _frame(3, mid, [(BLOCK, p, 0)] * k)
-    short = (F.header_v2(True, F.CHECK_CRC32, mid, version=3) + F.block_header(F.BLOCK_MODEL, True, BLOCK, 3)
+    many = _frame(v, mid, [(BLOCK, dense, 0)] * k)
+    short = (F.header(True, F.CHECK_CRC32, mid) + F.block_header(F.BLOCK_MODEL, True, BLOCK, 3)
              + b"\0\0\0" + b"\0\0\0\0")
-    # format 7: a block holds at most F.MAX_MODEL_TOKENS tokens; the densest valid block (16,383 "." and
-    # <end>), and format 6's densest 64 KiB payload (65,536 tokens), which the decoder stops at the bound
-    n7 = F.MAX_MODEL_TOKENS - 1
-    p7, p6 = _dense_payload(model, 7, n7), _dense_payload(model, 6)
-    one7 = _frame(7, mid, [(n7, p7, 0)])
-    k7 = (10_000 - len(one7)) // (len(p7) + 9) + 1
     return [
-        (f"v7: one block of {n7:,} bytes ({n7 + 1:,} tokens, the bound), bad block CRC", one7, {}),
-        (f"v7: {k7} such blocks, bad block CRCs", _frame(7, mid, [(n7, p7, 0)] * k7), {}),
-        ("v7: one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound", _frame(7, mid, [(BLOCK, p6, 0)]),
+        (f"one block of {n:,} bytes ({n + 1:,} tokens, the bound), bad block CRC", one, {}),
+        (f"{k} blocks at the bound, bad block CRCs", _frame(v, mid, [(n, p, 0)] * k), {}),
+        ("one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound", _frame(v, mid, [(BLOCK, dense, 0)]),
          {}),
-        ("v3: one 64 KiB block, bad block CRC", one, {}),
-        ("v3: truncated after a 3-byte payload", short, {}),
-        (f"v3: {k} blocks of 64 KiB, bad block CRCs", many, {}),
-        (f"v3: the same, max_output=1 MiB", many, {"max_output": 1 << 20}),
-        ("v2: one 64 KiB block, bad content CRC", _frame(2, mid, [(BLOCK, p, None)]), {}),
-        ("v2: one 1 MiB block (format 2's old limit)", _frame(2, mid, [(1 << 20, p, None)]), {}),
+        ("truncated after a 3-byte payload", short, {}),
+        (f"{k} blocks of 64 KiB, bad block CRCs", many, {}),
+        ("the same, max_output=1 MiB", many, {"max_output": 1 << 20}),
     ] + forged_byte()
 
 
@@ -108,7 +104,7 @@ def _peak_mb():
 def measure():
     model = nlmcodec.load_model("default")
     frames = forged(model)
-    warm = (VEC / "ok" / "v3-alice_4k-default-dynamic.nlm").read_bytes()
+    warm = (VEC / "v13" / "ok" / "alice_4k-default-2-dynamic.nlm").read_bytes()
     nlmcodec.decompress(warm)                                   # the model loaded, a dynamic codec made
     footprint = _peak_mb()
     rows = []

@@ -1,8 +1,8 @@
-"""The adaptation schedules of dynamic evaluation (nlm.h nlm_codec_set_schedule, csrc/model/lm.c), through the
-real codec: issue 11's cheaper adaptation, measured by benchmarks/adapt_subsets.py.  Two schedules are coding
-modes (_frame.codec_options): (1, 0, 0), everything every segment, dynamic mode (FORMAT.md §6.3-§6.4), and
-(0, 0, 0), the heads only over §2.6's integer transition, format 12's heads mode (§6.5, frame flag 0x10); the
-others are measurements.
+"""The adaptation schedules of dynamic evaluation (nlm_lab.h nlm_codec_set_schedule, csrc/model/lm.c), through
+the real codec (docs/decisions/heads-mode.md).  Two schedules are coding modes (csrc/codec/formats.h, applied
+by nlm_codec_reset_for): (1, 0, 0), everything every segment, dynamic mode (docs/format.md §6.3-§6.4), and
+(0, 0, 0) at rates (2, 1), the heads only over §2.6's integer transition, heads mode (§6.5, frame flag 0x10);
+the others are measurements.
 
 * The default is dynamic mode's (1, 0, 0): the same payload as a fresh context's; heads mode's differs.
 * Every other schedule changes the payload and round-trips when the decoder uses the same schedule, for each
@@ -26,14 +26,14 @@ def encode(model, data, schedule=None, forward=FORWARD_INT8):
     if schedule is None:
         c.reset()
     else:
-        c.reset(schedule=schedule, forward=forward)
+        c.lab_reset(schedule=schedule, forward=forward)
     z = c.encode_block(data)
     return z, c.stats(), c.memory()
 
 
 def decode(model, z, n, schedule):
     d = Codec(model, True)
-    d.reset(schedule=schedule)
+    d.lab_reset(schedule=schedule)
     return d.decode_block(z, n)
 
 
@@ -42,9 +42,26 @@ def text():
     return short_text(6000)
 
 
+def test_the_format_table_gives_each_mode_its_schedule_and_rates(tiny_model, text):
+    """reset() (nlm_codec_reset_for of the current format) codes as the options set one by one: dynamic mode
+    (1, 0, 0) at the trained rates, heads mode (0, 0, 0) at rates (2, 1); a version this build does not read, or
+    a mode the context cannot code, is refused."""
+    def payload(adapt, **lab):
+        c = Codec(tiny_model, adapt)
+        c.lab_reset(**lab) if lab else c.reset()
+        return c.encode_block(text)
+
+    assert payload(True) == payload(True, schedule=(1, 0, 0), rates=(1, 1)) != payload(True, schedule=(0, 0, 0))
+    assert payload("heads") == payload(True, schedule=(0, 0, 0), rates=(2, 1)) != payload(True, schedule=(0, 0, 0))
+    for version in (0, 12, _frame.FORMAT_VERSION + 1):
+        with pytest.raises(NLMError):
+            Codec(tiny_model, True).reset(version)
+    static, dynamic = Codec(tiny_model, False), Codec(tiny_model, True)
+    assert static._c.reset_for(_frame.FORMAT_VERSION, 1) < 0 and static._c.reset_for(_frame.FORMAT_VERSION, 2) < 0
+    assert dynamic._c.reset_for(_frame.FORMAT_VERSION, 0) < 0 and dynamic._c.reset_for(_frame.FORMAT_VERSION, 3) < 0
+
+
 def test_default_schedule_is_the_format(tiny_model, text):
-    assert all(_frame.codec_options(v)["schedule"] == (1, 0, 0) for v in range(1, 14))
-    assert _frame.codec_options(12, "heads")["schedule"] == _frame.codec_options(13, "heads")["schedule"] == (0, 0, 0)
     z0, st, _ = encode(tiny_model, text)
     z1, _, _ = encode(tiny_model, text, (1, 0, 0))
     zh, _, _ = encode(tiny_model, text, (0, 0, 0))
@@ -86,39 +103,35 @@ def test_skip_counts_segments(tiny_model, text):
 def test_bad_schedules_are_refused(tiny_model, schedule):
     c = Codec(tiny_model, True)
     with pytest.raises(NLMError):
-        c.reset(schedule=schedule)
+        c.lab_reset(schedule=schedule)
 
 
 def test_static_context_takes_no_schedule(tiny_model, text):
     c = Codec(tiny_model, False)
     assert c._c.set_schedule(0, 0, 0) < 0          # nlm_codec_set_schedule: NLM_ERR_STATE
-    c.reset(schedule=(0, 0, 0))                     # Codec.reset passes it to dynamic contexts only
+    c.lab_reset(schedule=(0, 0, 0))                     # Codec.reset passes it to dynamic contexts only
     s = Codec(tiny_model, False)
     s.reset()
     assert c.encode_block(text) == s.encode_block(text)
 
 
 def test_rates_are_the_format_and_change_only_heads_mode(tiny_model, text):
-    """§6.5: format 13's heads mode takes twice the trained steps (rates (2, 1)); every other mode and version
-    keeps the trained rates (1, 1), and rates (1, 1) code as before (the golden vectors pin the bytes)."""
-    for v in range(1, 14):
-        for mode in (True, "heads"):
-            want = (2, 1) if (v >= 13 and mode == "heads") else (1, 1)
-            assert _frame.codec_options(v, mode)["rates"] == want, (v, mode)
+    """§6.5: heads mode takes twice the trained steps (rates (2, 1)); dynamic mode keeps the trained rates (1, 1)
+    (test_the_format_table_gives_each_mode_its_schedule_and_rates); each rate codes differently and round-trips."""
 
     def code(rates):
         c = Codec(tiny_model, True)
-        c.reset(schedule=(0, 0, 0), rates=rates)
+        c.lab_reset(schedule=(0, 0, 0), rates=rates)
         z = c.encode_block(text)
         d = Codec(tiny_model, True)
-        d.reset(schedule=(0, 0, 0), rates=rates)
+        d.lab_reset(schedule=(0, 0, 0), rates=rates)
         assert d.decode_block(z, len(text)) == text
         return z
 
     z11, z21, z22 = code((1, 1)), code((2, 1)), code((2, 2))
     assert len({z11, z21, z22}) == 3
     c = Codec(tiny_model, True)
-    c.reset(schedule=(0, 0, 0))                     # the default rates are (1, 1)
+    c.lab_reset(schedule=(0, 0, 0))                     # the default rates are (1, 1)
     assert c.encode_block(text) == z11
 
 
@@ -126,7 +139,7 @@ def test_rates_are_the_format_and_change_only_heads_mode(tiny_model, text):
 def test_bad_rates_are_refused(tiny_model, rates):
     c = Codec(tiny_model, True)
     with pytest.raises(NLMError):
-        c.reset(schedule=(0, 0, 0), rates=rates)
+        c.lab_reset(schedule=(0, 0, 0), rates=rates)
 
 
 def test_rates_need_a_dynamic_context_and_a_decay_below_one(tiny_model):

@@ -177,7 +177,7 @@ def test_lzma_block_is_documented_raw_lzma2():
     f = e.feed(data) + e.finish()
     info = nlmcodec.get_frame_info(f)
     assert [b.kind for b in info.blocks] == ["lzma"]
-    start = _frame.HEADER_SIZE_V2 + len(_frame.block_header(_frame.BLOCK_LZMA, True, len(data),
+    start = _frame.HEADER_SIZE + len(_frame.block_header(_frame.BLOCK_LZMA, True, len(data),
                                                               info.blocks[0].compressed_size))
     payload = f[start:start + info.blocks[0].compressed_size]
     filters = [{"id": lzma.FILTER_LZMA2, "dict_size": _frame.lzma_dict_size(len(data))}]
@@ -276,19 +276,17 @@ def test_heads_mode_is_its_own_coding(tiny_model):
             nlmcodec.compress(text, model=tiny_model, adapt=bad)
 
 
-def test_heads_flag_is_refused_before_format_12():
-    """A format-11 header with flag 0x10 (its checksum right) is corrupt: format 11 has no heads mode."""
+def test_heads_flag_needs_the_adapt_flag():
+    """A static header with flag 0x10 (its checksum right) is corrupt: heads mode is a dynamic mode."""
     import zlib
 
     from nlmcodec import _frame
 
-    frame = bytearray(_frame.header_v2(True, nlmcodec.CHECK_CRC32, None, version=11))
+    frame = bytearray(_frame.header(False, nlmcodec.CHECK_CRC32, None))
     frame[5] |= _frame.FLAG_HEADS
     head = bytes(frame[:6]) + zlib.crc32(bytes(frame[:6])).to_bytes(4, "little")
     with pytest.raises(nlmcodec.NLMError, match="unknown flags"):
-        _frame.parse_header_v2(head)
-    ok = bytearray(_frame.header_v2(True, nlmcodec.CHECK_CRC32, None))
-    assert _frame.parse_header_v2(bytes(_frame.header_v2("heads", nlmcodec.CHECK_CRC32, None)))[0] == "heads"
-    assert _frame.parse_header_v2(bytes(ok))[0] is True
-    with pytest.raises(ValueError):
-        _frame.header_v2("heads", nlmcodec.CHECK_CRC32, None, version=11)
+        _frame.parse_header(head)
+    ok = bytearray(_frame.header(True, nlmcodec.CHECK_CRC32, None))
+    assert _frame.parse_header(bytes(_frame.header("heads", nlmcodec.CHECK_CRC32, None)))[0] == "heads"
+    assert _frame.parse_header(bytes(ok))[0] is True

@@ -7,6 +7,7 @@
   while a decoder without the bound decodes it; the encoder cuts dense text before the bound.
 """
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,21 +23,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codec" / "vectors"
 import vectorset as VS  # noqa: E402
 
 
-def _two_blocks_cost(model, text, adapt, version):
-    """Payload bytes of text as two blocks of one group minus text as one block, as format `version` codes."""
+def _two_blocks_cost(model, text, adapt):
+    """Payload bytes of text as two blocks of one group minus text as one block."""
     cut = text.rindex(b"\n", 0, len(text) // 2) + 1
     one = Codec(model, adapt)
-    one.reset(**F.codec_options(version))
+    one.reset()
     two = Codec(model, adapt)
-    two.reset(**F.codec_options(version))
+    two.reset()
     return len(two.encode_block(text[:cut])) + len(two.encode_block(text[cut:])) - len(one.encode_block(text))
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", [False, True, "heads"], ids=["static", "dynamic", "heads"])
 def test_a_block_boundary_costs_a_few_bytes(default_model, adapt):
     text = (CORPUS / "bench" / "canterbury" / "alice29.txt").read_bytes()[:65536]
     text = text[:text.rindex(b"\n") + 1]
-    new = _two_blocks_cost(default_model, text, adapt, 7)
+    new = _two_blocks_cost(default_model, text, adapt)
     assert 0 < new <= 8, new             # the end check and the flush of the coder, the <end> token
 
 
@@ -56,15 +57,15 @@ def test_the_core_refuses_a_block_over_the_bound(tiny_model):
 def test_a_decoder_stops_at_the_bound(tiny_model):
     dots = b"." * (F.MAX_MODEL_TOKENS + 100)
     c = Codec(tiny_model, False)
-    c.reset(max_tokens=0)                       # what a forger can write
+    c.lab_reset(max_tokens=0)                       # what a forger can write
     payload = c.encode_block(dots)
     unbounded = Codec(tiny_model, False)
-    unbounded.reset(max_tokens=0)
+    unbounded.lab_reset(max_tokens=0)
     assert unbounded.decode_block(payload, len(dots)) == dots     # the payload itself is sound
-    d7 = Codec(tiny_model, False)
-    d7.reset(**F.codec_options(7))
+    bounded = Codec(tiny_model, False)
+    bounded.reset()
     with pytest.raises(nlmcodec.NLMError, match="corrupt payload"):
-        d7.decode_block(payload, len(dots))
+        bounded.decode_block(payload, len(dots))
 
 
 def test_token_cut():
@@ -78,12 +79,9 @@ def test_token_cut():
 def test_the_encoder_cuts_dense_text_at_the_bound():
     """The golden vector of 64 KiB of news (over 16,384 tokens): two word-model blocks, each within the
     bound, and the encoder's pieces are the frame's blocks."""
-    name = "v7-news_64k-default-dynamic"
-    manifest = json.loads((VEC / "MANIFEST.json").read_text())
-    if name not in manifest:
-        pytest.skip("no news vector (made without the corpus)")
-    raw = (VEC / f"{name}.raw").read_bytes()
-    info = nlmcodec.get_frame_info((VEC / f"{name}.nlm").read_bytes())
+    vec = VS.ok_vector("v13/news_64k-default-2-dynamic")
+    raw = vec.raw()
+    info = nlmcodec.get_frame_info(vec.frame())
     assert len(lex_tokens(raw)) > F.MAX_MODEL_TOKENS
     pieces = list(_model_pieces(raw))
     assert [k for _, k in pieces] == [b.size for b in info.blocks] and len(pieces) == 2

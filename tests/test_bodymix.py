@@ -37,14 +37,14 @@ def names_text(n, seed=3):
 
 def encode(model, blocks, adapt=False, cache=CACHE_BODIES):
     c = Codec(model, adapt)
-    c.reset(cache=cache)
+    c.lab_reset(cache=cache)
     out = [c.encode_block(b) for b in blocks]
     return out, c.stats()
 
 
 def decode(model, payloads, blocks, adapt=False, cache=CACHE_BODIES):
     d = Codec(model, adapt)
-    d.reset(cache=cache)
+    d.lab_reset(cache=cache)
     return [d.decode_block(p, len(b)) for p, b in zip(payloads, blocks)]
 
 
@@ -101,4 +101,4 @@ def test_restore_returns_the_mixer_state(tiny_model, adapt):
 def test_a_cache_level_outside_the_range_is_refused(tiny_model, level):
     c = Codec(tiny_model, False)
     with pytest.raises(NLMError):
-        c.reset(cache=level)
+        c.lab_reset(cache=level)

@@ -188,8 +188,8 @@ def test_frame_errors_name_the_block():
     text = ENGLISH
     p = ByteCoder().encode_block(text, len(text))
     blk = _frame.block_header(_frame.BLOCK_BYTE, True, len(text), len(p)) + p + (zlib.crc32(text) ^ 1).to_bytes(4, "little")
-    f = (_frame.header_v2(False, _frame.CHECK_CRC32, None) + blk
-         + _frame.trailer_v2([(len(text), len(blk))], len(text), _frame.CHECK_CRC32, zlib.crc32(text)))
+    f = (_frame.header(False, _frame.CHECK_CRC32, None) + blk
+         + _frame.trailer([(len(text), len(blk))], len(text), _frame.CHECK_CRC32, zlib.crc32(text)))
     with pytest.raises(nlmcodec.NLMError, match="corrupt byte-model block 0: block CRC32 mismatch"):
         nlmcodec.decompress(f)
 

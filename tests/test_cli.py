@@ -262,41 +262,43 @@ def test_multiple_files_and_stdout_concatenation(tmp_path, src):
 # test and list
 
 VECTORS = Path(__file__).resolve().parent.parent / "codec" / "vectors"
+sys.path.insert(0, str(VECTORS))
+import vectorset as VS  # noqa: E402
 
 
-@pytest.mark.skipif(not (VECTORS / "ok").is_dir(), reason="no golden vectors")
-def test_golden_vectors(tmp_path):
-    """Model-free golden frames: -t accepts the good ones and -d restores them, every bad one exits 1."""
-    ok = sorted((VECTORS / "ok").glob("*.nlm"))
-    bad = sorted((VECTORS / "errors").glob("*.nlm"))
-    assert ok and bad
+def test_golden_vectors_decode(tmp_path):
+    """Golden frames: -d restores the good ones (one process for all of them), -dc writes to stdout, -t accepts
+    them and -l lists their sizes."""
+    ok = VS.ok_vectors()
+    assert ok
     # one process per kind of call, not per vector (hundreds of interpreter starts): -d -k of copies
     out = tmp_path / "ok"
     out.mkdir()
-    for f in ok:
-        shutil.copyfile(f, out / f.name)
-    r = run(["-d", "-k", *(f.name for f in ok)], out)
+    names = [f"{v.name}.nlm" for v in ok]
+    for v, n in zip(ok, names):
+        shutil.copyfile(v.path, out / n)
+    r = run(["-d", "-k", *names], out)
     assert r.returncode == 0, r.stderr
-    for f in ok:
-        raw = f.with_suffix(".raw")
-        if raw.exists():
-            assert (out / f.stem).read_bytes() == raw.read_bytes(), f.name
+    for v in ok:
+        assert (out / v.name).read_bytes() == v.raw(), v.key
     shutil.rmtree(out)
-    r = run(["-dc", str(ok[0])], tmp_path)                       # to stdout
-    assert r.returncode == 0 and r.stdout == ok[0].with_suffix(".raw").read_bytes(), r.stderr
-    man = json.loads((VECTORS / "ok" / "MANIFEST.json").read_text())
-    newest = max(e["format_version"] for e in man.values())
-    cur = [f for f in ok if man[f.stem]["format_version"] == newest]          # -t decodes as -d did
-    assert cur
-    r = run(["-t", *map(str, cur)], tmp_path)
+    r = run(["-dc", str(ok[0].path)], tmp_path)                       # to stdout
+    assert r.returncode == 0 and r.stdout == ok[0].raw(), r.stderr
+    r = run(["-t", *(str(v.path) for v in ok)], tmp_path)
     assert r.returncode == 0, r.stderr
-    r = run(["-l", "--json", *map(str, ok)], tmp_path)
+    r = run(["-l", "--json", *(str(v.path) for v in ok)], tmp_path)
     assert r.returncode == 0, r.stderr
+    sizes = {str(v.path): v.raw_path.stat().st_size for v in ok}
     for row in json.loads(r.stdout):
-        raw = Path(row["name"]).with_suffix(".raw")
-        if raw.exists():
-            assert row["uncompressed"] == raw.stat().st_size, row["name"]
-    # every bad vector fails on its own (the CLI goes on to the next file, like xz, and exits 1)
+        assert row["uncompressed"] == sizes[row["name"]], row["name"]
+    assert listing(tmp_path) == []
+
+
+def test_golden_error_vectors_fail_one_by_one(tmp_path):
+    """Every bad vector fails on its own (the CLI goes on to the next file, like xz, and exits 1), one line each,
+    and leaves no output behind."""
+    bad = [v.path for v in VS.error_vectors()]
+    assert bad
     r = run(["-t", *map(str, bad)], tmp_path)
     assert r.returncode == 1
     lines = r.stderr.decode("utf-8", "replace").splitlines()
@@ -314,6 +316,7 @@ def test_golden_vectors(tmp_path):
     assert r.returncode == 1 and not (tmp_path / "out").exists()
     shutil.rmtree(out)
     assert listing(tmp_path) == []
+
 
 def test_test_mode_good(tmp_path, packed):
     r = run([*MODEL, "-t", "doc.txt.nlm"], tmp_path)

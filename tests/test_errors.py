@@ -78,7 +78,7 @@ def test_version_magic_flags(frames):
     assert h[5] & _frame.FLAG_HEADS and h[5] & _frame.FLAG_ADAPT
     with pytest.raises(nlmcodec.NLMError, match="unknown flags"):
         nlmcodec.decompress(_edit_header(h, 5, h[5] ^ _frame.FLAG_ADAPT))
-    p = _frame.HEADER_SIZE_V2 + 3 + 3 + 1 + 10           # a byte of the stored payload
+    p = _frame.HEADER_SIZE + 3 + 3 + 1 + 10           # a byte of the stored payload
     with pytest.raises(nlmcodec.NLMError, match="CRC32 mismatch"):
         nlmcodec.decompress(_edit_header(f, p, f[p] ^ 0x80))
     with pytest.raises(nlmcodec.NLMError, match="index checksum mismatch"):
@@ -98,7 +98,7 @@ def test_wrong_model(tiny_model):
 
 
 def test_header_limits_before_allocation():
-    mk = lambda body: _frame.header_v2(False, _frame.CHECK_CRC32, None) + body
+    mk = lambda body: _frame.header(False, _frame.CHECK_CRC32, None) + body
     huge = _frame.varint(_frame.MAX_SIZE)
     # a stored block claiming 2**63-1 bytes: rejected from its header, nothing allocated
     with pytest.raises(nlmcodec.NLMError, match="larger than"):
@@ -148,8 +148,8 @@ def test_random_garbage_never_crashes():
 
 def _handmade_model_frame(model_id):
     blocks = _frame.block_header(_frame.BLOCK_MODEL, True, 10, 8) + bytes(8)
-    return (_frame.header_v2(False, _frame.CHECK_CRC32, model_id) + blocks
-            + _frame.trailer_v2([(10, len(blocks))], 10, _frame.CHECK_CRC32, 0))
+    return (_frame.header(False, _frame.CHECK_CRC32, model_id) + blocks
+            + _frame.trailer([(10, len(blocks))], 10, _frame.CHECK_CRC32, 0))
 
 
 def test_model_mismatch_on_header(tiny_model):

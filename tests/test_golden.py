@@ -1,7 +1,10 @@
-"""Golden vectors (codec/vectors): ok vectors decode byte-exactly and re-encode to the same bytes (lzma
-blocks compared by what they decode to, so the test does not depend on the installed liblzma); error
-vectors are rejected with their message; both bindings agree (the other one through a subprocess)."""
-import json
+"""Golden vectors (codec/vectors, layout in codec/vectors/vectorset.py): the frozen formats' vectors keep their
+bytes (FROZEN pins each format's manifest), ok vectors decode byte-exactly and re-encode to the same bytes (lzma
+blocks compared by what they decode to, so the test does not depend on the installed liblzma), error vectors
+are rejected with their message, retired formats with one line naming the release that reads them, and both
+bindings agree (the other one through a subprocess)."""
+import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,155 +13,126 @@ import nlmcodec
 from nlmcodec import _encode, _frame
 
 VEC = Path(__file__).resolve().parent.parent / "codec" / "vectors"
-MANIFEST = json.loads((VEC / "ok" / "MANIFEST.json").read_text())
-OK_NAMES = sorted(MANIFEST)
-ERR_NAMES = sorted(p.stem for p in (VEC / "errors").glob("*.nlm"))
+sys.path.insert(0, str(VEC))
+import vectorset as VS  # noqa: E402
+
+# The format policy (docs/format.md): a released format's vectors never change.  Each frozen format's manifest
+# entries (every frame's and input's SHA-256 included) hash to this; a new format adds its own line.
+FROZEN = {13: "615bd8699ee29f9d140fc678cb855761d0fbf89908726d60e684cb082cb4abb4"}
+
+OK = VS.ok_vectors()
+ERRORS = VS.error_vectors()
 
 
-def test_both_formats_have_vectors():
-    versions = {MANIFEST[n]["format_version"] for n in OK_NAMES}
-    assert versions == set(_frame.READ_VERSIONS)
-    assert any(n.startswith("v2-fallback-default") for n in OK_NAMES)
+def test_frozen_formats_keep_their_vectors():
+    """Every format this build reads is frozen with a pinned digest, and its vectors are the pinned ones."""
+    assert set(FROZEN) == set(_frame.READ_VERSIONS)
+    for version, digest in FROZEN.items():
+        assert VS.frozen_digest(version) == digest, f"the vectors of frozen format {version} changed"
 
 
-def test_every_model_type_has_vectors_of_both_modes():
-    """Golden vectors per model type (FORMAT.md §2.4): each type's word-model frames, static, dynamic and heads
-    mode, in the current format, written with a bundled model of that type."""
+def test_every_file_is_what_the_manifest_says():
+    m = VS.manifest()
+    files = {p.relative_to(VEC).as_posix() for p in VEC.rglob("*") if p.is_file() and p.suffix in (".nlm", ".raw")}
+    listed = {v.path.relative_to(VEC).as_posix() for v in OK + ERRORS}
+    listed |= {f"inputs/{i}.raw" for i in m["inputs"]}
+    assert files == listed
+    for v in OK + ERRORS:
+        assert hashlib.sha256(v.frame()).hexdigest() == v.entry["sha256"], v.key
+    for i, e in m["inputs"].items():
+        raw = (VEC / "inputs" / f"{i}.raw").read_bytes()
+        assert VS.input_id(raw) == i and VS.sha256(raw) == e["sha256"] and len(raw) == e["size"]
+
+
+def test_vectors_cover_every_model_type_mode_and_path():
+    """Per model type (docs/format.md §2.4) a word-model frame in each mode; the fallback, the byte model, the
+    Kneser-Ney mixture, a frame without a check, concatenated frames; well under 500 files."""
     have = set()
-    for n in OK_NAMES:
-        e = MANIFEST[n]
-        if e["model_id"] and e["format_version"] == nlmcodec.FORMAT_VERSION:
-            name = nlmcodec._bundled_name_by_id(bytes.fromhex(e["model_id"]))
-            frame = (VEC / "ok" / f"{n}.nlm").read_bytes()
-            if name and any(b.kind == "model" for b in nlmcodec.get_frame_info(frame).blocks):
-                have.add((nlmcodec.load_model(name).config["arch"], e["adapt"]))
+    for v in OK:
+        if v.model and any(b.kind == "model" for b in nlmcodec.get_frame_info(v.frame()).blocks):
+            have.add((nlmcodec.load_model(v.model).config["arch"], v.adapt))
     assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True, "heads")}
+    names = {v.name for v in OK}
+    for n in ("fallback-default-2-heads", "log_270k-nomodel-static", "alice_4k-tiny-kn-heads",
+              "short_english-nomodel-nocheck", "concat-nomodel"):
+        assert n in names, n
+    assert len(ERRORS) >= 25
+    assert sum(1 for p in VEC.rglob("*") if p.is_file()) < 500
 
 
-def _model_blocks(name):
-    """The word-model payloads of an ok vector, in order (found by tests/format_reader.py's frame walk)."""
-    from format_reader import word_blocks
-    return [payload for _, kind, _, payload in word_blocks((VEC / "ok" / f"{name}.nlm").read_bytes())[1]
-            if kind == 2]
-
-
-@pytest.mark.parametrize("v, before, other", [(12, 11, "v12-{}-dynamic"), (13, 12, "v12-{}-heads")],
-                         ids=["format-12-adds-heads-mode", "format-13-changes-its-rates"])
-def test_a_format_changed_heads_mode_only(v, before, other):
-    """Format 12 added heads mode (FORMAT.md §6.5, frame flag 0x10), format 13 changed its rates (steps times
-    2), and neither changed anything else: each static and dynamic vector's word-model payloads are the previous
-    format's, byte for byte, and the heads vectors of English text differ from `other` (format 12's dynamic
-    vector, format 12's heads vector)."""
-    same = [n[len(f"v{v}-"):] for n in OK_NAMES if n.startswith(f"v{v}-") and MANIFEST[n]["model"]
-            and MANIFEST[n]["adapt"] in (False, True)]
-    assert len(same) >= 90
-    for n in same:
-        assert _model_blocks(f"v{v}-{n}") == _model_blocks(f"v{before}-{n}"), n
-    heads = [n for n in OK_NAMES if n.startswith(f"v{v}-") and MANIFEST[n]["adapt"] == "heads"]
-    assert len(heads) >= 45
-    for n in ("alice_4k-default-2", "news_64k-default-2", "alice_4k-tiny-lstm"):
-        h = _model_blocks(f"v{v}-{n}-heads")
-        assert h and h != _model_blocks(other.format(n)), n
-        assert nlmcodec.get_frame_info((VEC / "ok" / f"v{v}-{n}-heads.nlm").read_bytes()).adapt == "heads"
-
-
-def test_retired_vectors_are_rejected():
-    """A retired vector is kept with its reason and still fails to decode (it is not silently valid)."""
-    ret = VEC / "retired"
-    assert (ret / "README.md").exists()
-    for p in ret.glob("*.nlm"):
-        with pytest.raises(nlmcodec.NLMError):
-            nlmcodec.decompress(p.read_bytes())
-
-
-def test_vectors_present():
-    assert len(OK_NAMES) >= 8 and len(ERR_NAMES) >= 10
-    for n in OK_NAMES:
-        assert (VEC / "ok" / f"{n}.raw").exists() and (VEC / "ok" / f"{n}.nlm").exists(), n
-    for n in ERR_NAMES:
-        assert (VEC / "errors" / f"{n}.why").exists(), n
-
-
-def _model_for(entry):
-    """The bundled model a vector was written with, found by its id (the manifest's name is the one the model
-    had then: the vectors of "default" were written with what is now default-1)."""
-    if entry["model"] is None:
-        return None
-    name = nlmcodec._bundled_name_by_id(bytes.fromhex(entry["model_id"])) if entry["model_id"] else entry["model"]
-    if name is None or name not in nlmcodec._bundled_files():
-        pytest.fail(f"the model of a golden vector ({entry['model']}, id {entry['model_id']}) is not bundled")
-    return nlmcodec.load_model(name)
-
-
-@pytest.mark.parametrize("name", OK_NAMES)
-def test_ok_vector_decodes(name):
-    entry = MANIFEST[name]
-    raw = (VEC / "ok" / f"{name}.raw").read_bytes()
-    frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
-    assert entry["format_version"] in _frame.READ_VERSIONS
-    assert nlmcodec.get_frame_info(frame).format_version == entry["format_version"]
+@pytest.mark.parametrize("vec", OK, ids=lambda v: v.key)
+def test_ok_vector_decodes(vec):
+    frame = vec.frame()
     info = nlmcodec.get_frame_info(frame)
-    assert (info.model_id.hex() if info.model_id else None) == entry["model_id"]
-    assert nlmcodec.decompress(frame) == raw             # bundled models are found by id
+    assert info.format_version == vec.format_version
+    assert (info.model_id.hex() if info.model_id else None) == vec.model_id
+    assert nlmcodec.decompress(frame) == vec.raw()          # models are found by id
 
 
-@pytest.mark.parametrize("name", [n for n in OK_NAMES if MANIFEST[n]["reencode"]
-                                  and MANIFEST[n]["format_version"] == nlmcodec.FORMAT_VERSION])
-def test_ok_vector_reencodes(name):
-    entry = MANIFEST[name]
-    raw = (VEC / "ok" / f"{name}.raw").read_bytes()
-    frame = (VEC / "ok" / f"{name}.nlm").read_bytes()
-    model = _model_for(entry)
-    if model is None:
-        e = _encode.FrameEncoder(None, None, None, entry["adapt"], entry["check"])
+@pytest.mark.parametrize("vec", [v for v in OK if v.reencode and v.format_version == nlmcodec.FORMAT_VERSION],
+                         ids=lambda v: v.key)
+def test_ok_vector_reencodes(vec):
+    raw, frame = vec.raw(), vec.frame()
+    if vec.model is None:
+        e = _encode.FrameEncoder(None, None, None, vec.adapt, vec.check)
         assert _frame.same_frame(e.feed(raw) + e.finish(), frame)       # lzma blocks compared by decoding
-        bundled = nlmcodec._bundled_files()
-        # with each bundled model (once: "default" is another name of the newest default-N): the same frame,
-        # unless the word model wins a block
-        for name_ in sorted({p: n for n, p in sorted(bundled.items())}.values()):
-            out = nlmcodec.compress(raw, model=name_, adapt=entry["adapt"], check=entry["check"])
-            if not _frame.same_frame(out, frame):
-                assert len(out) < len(frame)
-                assert any(b.kind == "model" for b in nlmcodec.get_frame_info(out).blocks)
+        # with the default model: the same frame, unless the word model wins a block
+        out = nlmcodec.compress(raw, adapt=vec.adapt, check=vec.check)
+        if not _frame.same_frame(out, frame):
+            assert len(out) < len(frame)
+            assert any(b.kind == "model" for b in nlmcodec.get_frame_info(out).blocks)
     else:
-        assert _frame.same_frame(nlmcodec.compress(raw, model=model, adapt=entry["adapt"], check=entry["check"]), frame)
+        model = nlmcodec.load_model(vec.model)
+        assert vec.model_id in (None, model.model_id.hex())      # None: no word-model block won
+        assert _frame.same_frame(nlmcodec.compress(raw, model=model, adapt=vec.adapt, check=vec.check), frame)
 
 
-@pytest.mark.parametrize("name", ERR_NAMES)
-def test_error_vector_rejected(name):
-    frame = (VEC / "errors" / f"{name}.nlm").read_bytes()
-    why = (VEC / "errors" / f"{name}.why").read_text().strip()
+@pytest.mark.parametrize("vec", ERRORS, ids=lambda v: v.key)
+def test_error_vector_rejected(vec):
     with pytest.raises(nlmcodec.NLMError) as ei:
-        nlmcodec.decompress(frame)
-    assert why in str(ei.value)
+        nlmcodec.decompress(vec.frame())
+    assert vec.why in str(ei.value)
+
+
+def test_retired_formats_name_the_release_that_reads_them():
+    """A frame of formats 1-12 (one of each kind of header kept in retired/) is refused in one line naming 0.1.0,
+    by decompress, get_frame_info and the streaming decoder alike."""
+    retired = [v for v in ERRORS if v.key.startswith("retired/")]
+    assert {v.format_version for v in retired} >= {1, 12}
+    for v in retired:
+        for call in (nlmcodec.decompress, nlmcodec.get_frame_info, lambda f: nlmcodec.NLMDecompressor().decompress(f)):
+            with pytest.raises(nlmcodec.NLMError) as ei:
+                call(v.frame())
+            msg = str(ei.value)
+            assert "\n" not in msg and f"format version {v.format_version} is retired" in msg and "0.1.0" in msg
 
 
 _CROSS = """
-import hashlib
-from pathlib import Path
-vec = Path(IN["vec"])
+import hashlib, sys
+sys.path.insert(0, IN["vec"])
+import vectorset as VS
 OUT = {}
-for n in IN["ok"]:
-    OUT["ok:" + n] = hashlib.sha256(nlmcodec.decompress((vec / "ok" / (n + ".nlm")).read_bytes())).hexdigest()
-for n in IN["err"]:
+for v in VS.ok_vectors():
+    OUT["ok:" + v.key] = hashlib.sha256(nlmcodec.decompress(v.frame())).hexdigest()
+for v in VS.error_vectors():
     try:
-        nlmcodec.decompress((vec / "errors" / (n + ".nlm")).read_bytes()); OUT["err:" + n] = "accepted"
+        nlmcodec.decompress(v.frame()); OUT["err:" + v.key] = "accepted"
     except nlmcodec.NLMError as e:
-        OUT["err:" + n] = str(e)
+        OUT["err:" + v.key] = str(e)
 m = nlmcodec.load_model(IN["model"])
 for i, t in enumerate(IN["texts"]):
-    for adapt in (False, True):
+    for adapt in (False, True, "heads"):
         c = nlmcodec.compress(t.encode("utf-8", "surrogateescape"), model=m, adapt=adapt)
         d = nlmcodec.decompress(c, model=m)
-        OUT["c:%d:%d" % (i, adapt)] = hashlib.sha256(c).hexdigest() + ":" + hashlib.sha256(d).hexdigest()
+        OUT["c:%d:%s" % (i, adapt)] = hashlib.sha256(c).hexdigest() + ":" + hashlib.sha256(d).hexdigest()
 from nlmcodec._core import Codec
 for i, t in enumerate(IN["texts"]):
-    for adapt in (False, True):
+    for adapt in (False, True, "heads"):
         cd = Codec(m, adapt); cd.reset()
         try:
-            OUT["raw:%d:%d" % (i, adapt)] = hashlib.sha256(cd.encode_block(t.encode("utf-8", "surrogateescape"))).hexdigest()
+            OUT["raw:%d:%s" % (i, adapt)] = hashlib.sha256(cd.encode_block(t.encode("utf-8", "surrogateescape"))).hexdigest()
         except nlmcodec.NLMError as e:
-            OUT["raw:%d:%d" % (i, adapt)] = "error: " + str(e)
+            OUT["raw:%d:%s" % (i, adapt)] = "error: " + str(e)
 """
 
 
@@ -167,7 +141,7 @@ def test_bindings_identical(run_backend, tiny_model_path):
     from conftest import word_salad
     texts = ["", "a", "The quick brown fox jumps over the lazy dog.\n", word_salad(3000).decode(),
              "Mixed CASE\r\n\ttabs \u00fcber caf\u00e9 \u65e5\u672c " * 20]
-    payload = {"vec": str(VEC), "ok": OK_NAMES, "err": ERR_NAMES, "model": tiny_model_path, "texts": texts}
+    payload = {"vec": str(VEC), "model": tiny_model_path, "texts": texts}
     results = {b: run_backend(b, _CROSS, payload) for b in ("cython", "cffi")}
     assert results["cython"] == results["cffi"]
     assert all(v != "accepted" for k, v in results["cython"].items() if k.startswith("err:"))

@@ -19,11 +19,11 @@ HERE = Path(__file__).resolve().parent
 TEXT = b"The quick brown fox jumps over the lazy dog.  It was the best of times, it was the worst of times.\n" * 40
 
 
-def _unknown_model_frame(size, version=3):
+def _unknown_model_frame(size):
     """A frame naming a model nobody has, with one word-model block declaring `size` bytes."""
-    blk = F.block_header(F.BLOCK_MODEL, True, size, 8) + b"\0" * 8 + (b"\0" * 4 if version >= 3 else b"")
-    return (F.header_v2(True, F.CHECK_CRC32, b"\xee" * 32, version=version) + blk
-            + F.trailer_v2([(size, len(blk))], size, F.CHECK_CRC32, 0))
+    blk = F.block_header(F.BLOCK_MODEL, True, size, 8) + b"\0" * 8 + b"\0" * 4
+    return (F.header(True, F.CHECK_CRC32, b"\xee" * 32) + blk
+            + F.trailer([(size, len(blk))], size, F.CHECK_CRC32, 0))
 
 
 def test_max_output_checked_before_any_decoding():
@@ -83,23 +83,22 @@ def test_max_output_argument(bad, exc):
         nlmcodec.NLMDecompressor(max_output=bad)
 
 
-def test_format3_block_check_and_limits(tiny_model):
+def test_block_check_and_limits(tiny_model):
     from conftest import word_salad
 
     blob = nlmcodec.compress(word_salad(500), model=tiny_model, adapt=False)
     info = nlmcodec.get_frame_info(blob)
     assert info.format_version == nlmcodec.FORMAT_VERSION and [b.kind for b in info.blocks] == ["model"]
     # the block CRC sits right after the payload; damaging it is found at the block, not at the end
-    k = F.HEADER_SIZE_V2 + F.MODEL_ID_SIZE + len(F.block_header(2, True, info.blocks[0].size,
+    k = F.HEADER_SIZE + F.MODEL_ID_SIZE + len(F.block_header(2, True, info.blocks[0].size,
                                                                info.blocks[0].compressed_size))
     k += info.blocks[0].compressed_size
     bad = blob[:k] + bytes([blob[k] ^ 0x80]) + blob[k + 1:]
     with pytest.raises(nlmcodec.NLMError, match="block 0: block CRC32 mismatch"):
         nlmcodec.decompress(bad)
-    # word-model blocks over 64 KiB are refused from the header: in format 3 and in format 2
-    for version in (2, 3):
-        with pytest.raises(nlmcodec.NLMError, match="model block 0 larger than 65536"):
-            nlmcodec.decompress(_unknown_model_frame((1 << 16) + 1, version))
+    # word-model blocks over 64 KiB are refused from the header
+    with pytest.raises(nlmcodec.NLMError, match="model block 0 larger than 65536"):
+        nlmcodec.decompress(_unknown_model_frame((1 << 16) + 1))
 
 
 def test_encoder_never_writes_blocks_over_the_limit(tiny_model, monkeypatch):
@@ -115,7 +114,7 @@ def test_encoder_never_writes_blocks_over_the_limit(tiny_model, monkeypatch):
         blob = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
         blocks = nlmcodec.get_frame_info(blob).blocks
         assert any(b.kind == "model" for b in blocks) or not adapt     # static: the byte model wins this salad
-        assert all(b.size <= F.MAX_MODEL_BLOCK_V3 for b in blocks if b.kind == "model")
+        assert all(b.size <= F.MAX_MODEL_BLOCK for b in blocks if b.kind == "model")
         assert all(b.size <= F.MAX_BYTE_BLOCK for b in blocks if b.kind == "byte")
         assert nlmcodec.decompress(blob) == data
 
@@ -151,8 +150,8 @@ def test_model_shape_checked_before_reading():
 def test_forged_frames_cost(default_model):
     """The forged frames of tests/hostile_frames.py, measured in their own process: each fails with an
     NLMError, within 64 MB over the default model's own footprint, and the work before the failure is at
-    most one 64 KiB block: a 10 KB frame of 382 forged blocks costs what its first block costs; from format 7
-    at most 16,384 tokens, under 1 s."""
+    most one block of at most 16,384 tokens, under 1 s: a 10 KB frame of forged blocks costs what its first block
+    costs."""
     r = subprocess.run([sys.executable, str(HERE / "hostile_frames.py"), "--json"], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -161,30 +160,26 @@ def test_forged_frames_cost(default_model):
     for x in res["rows"]:
         assert x["error"], x
         assert x["peak_over_footprint_mb"] < 64, x
-    # format 7: a forged block costs at most the token bound (16,384 steps): under 1 s, the issue's bar
-    # (about 0.7 s here), however dense its payload; a frame of such blocks what its first one costs
-    bound = next(x for k, x in rows.items() if k.startswith("v7: one block of"))
-    stopped = rows["v7: one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound"]
-    many7 = next(x for k, x in rows.items() if k.startswith("v7:") and "such blocks" in k)
+    # a forged block costs at most the token bound (16,384 steps): under 1 s (about 0.7 s here), however dense
+    # its payload; a frame of such blocks what its first one costs
+    bound = next(x for k, x in rows.items() if k.startswith("one block of"))
+    stopped = rows["one 64 KiB block whose payload codes 65,536 tokens, stopped at the bound"]
+    many_bound = next(x for k, x in rows.items() if "blocks at the bound" in k)
+    many = next(x for k, x in rows.items() if "blocks of 64 KiB" in k)
     assert "block CRC32 mismatch" in bound["error"] and "corrupt payload" in stopped["error"], (bound, stopped)
-    assert "block 0" in many7["error"]
-    for x in (bound, stopped, many7):
+    assert "block 0" in many_bound["error"] and "block 0" in many["error"]
+    for x in (bound, stopped, many_bound, many):
         assert x["cpu_s"] < 1, x
-    one = rows["v3: one 64 KiB block, bad block CRC"]
-    many = next(x for k, x in rows.items() if k.startswith("v3:") and "blocks of 64 KiB" in k)
-    assert "block 0" in many["error"] and many["cpu_s"] < 1.5 * one["cpu_s"] + 0.5
-    assert one["cpu_s"] < 10                           # one block of the densest tokens (about 3 s here)
-    assert rows["v3: truncated after a 3-byte payload"]["cpu_s"] < 1
-    assert rows["v3: the same, max_output=1 MiB"]["cpu_s"] < 1 and "output limit" in rows[
-        "v3: the same, max_output=1 MiB"]["error"]
-    assert rows["v2: one 1 MiB block (format 2's old limit)"]["cpu_s"] < 1
-    # format 4: a byte-model block costs one 256 KiB block of the byte model (about 0.3 s here), a run of
-    # 32 forged blocks what its first one costs, a payload that runs out fails at once
-    zeros = rows["v4: one 256 KiB byte-model block (zeros), size class 23, bad block CRC"]
-    run = rows["v4: a run of 32 such blocks (8 MiB of zeros), bad block CRCs"]
+    assert rows["truncated after a 3-byte payload"]["cpu_s"] < 1
+    limited = rows["the same, max_output=1 MiB"]
+    assert limited["cpu_s"] < 1 and "output limit" in limited["error"]
+    # a byte-model block costs one 256 KiB block of the byte model (about 0.3 s here), a run of 32 forged blocks
+    # what its first one costs, a payload that runs out fails at once
+    zeros = rows["one 256 KiB byte-model block (zeros), size class 23, bad block CRC"]
+    run = rows["a run of 32 such blocks (8 MiB of zeros), bad block CRCs"]
     assert "byte-model block 0" in run["error"] and run["cpu_s"] < 1.5 * zeros["cpu_s"] + 0.5
     assert zeros["cpu_s"] < 5
-    assert rows["v4: a 256 KiB byte-model block with a 3-byte payload"]["cpu_s"] < 0.5
+    assert rows["a 256 KiB byte-model block with a 3-byte payload"]["cpu_s"] < 0.5
 
 
 def test_codec_pool_is_bounded(tiny_model):
@@ -209,10 +204,10 @@ def test_same_frame_compares_lzma_blocks_by_decoding():
     other = F.lzma_compress(raw, 1)
     assert other != payload
     blk = F.block_header(F.BLOCK_LZMA, True, size, len(other)) + other
-    b = (F.header_v2(False, F.CHECK_CRC32, None) + blk
-         + F.trailer_v2([(size, len(blk))], size, F.CHECK_CRC32, zlib.crc32(raw)))
+    b = (F.header(False, F.CHECK_CRC32, None) + blk
+         + F.trailer([(size, len(blk))], size, F.CHECK_CRC32, zlib.crc32(raw)))
     assert nlmcodec.decompress(b) == raw and a != b
     assert F.same_frame(a, b)
-    c = F.header_v2(True, F.CHECK_CRC32, None) + b[F.HEADER_SIZE_V2:]       # the adapt flag differs
+    c = F.header(True, F.CHECK_CRC32, None) + b[F.HEADER_SIZE:]       # the adapt flag differs
     assert not F.same_frame(a, c)
     assert not F.same_frame(a, a[:-1])

@@ -421,23 +421,19 @@ def test_mixer_kernels_exact_on_every_path(exes, tmp_path):
 
 
 GOLDEN_CHILD = r"""
-import json, sys
-from pathlib import Path
+import sys
+sys.path.insert(0, sys.argv[1])
 import nlmcodec
-vec = Path(sys.argv[1])
-man = json.loads((vec / "MANIFEST.json").read_text())
+import vectorset as VS
 done = 0
-for name, entry in sorted(man.items()):
-    if entry["format_version"] != nlmcodec.FORMAT_VERSION:
-        continue
-    raw, frame = (vec / f"{name}.raw").read_bytes(), (vec / f"{name}.nlm").read_bytes()
+for v in VS.ok_vectors(nlmcodec.FORMAT_VERSION):
+    raw, frame = v.raw(), v.frame()
     if len(raw) > 32768:
         continue
-    assert nlmcodec.decompress(frame) == raw, name
-    mname = nlmcodec._bundled_name_by_id(bytes.fromhex(entry["model_id"])) if entry["model_id"] else None
-    if entry["reencode"] and mname and entry["format_version"] == nlmcodec.FORMAT_VERSION:
-        m = nlmcodec.load_model(mname)      # by id: the vectors of "default" were written with default-1
-        assert nlmcodec.compress(raw, model=m, adapt=entry["adapt"], check=entry["check"]) == frame, name
+    assert nlmcodec.decompress(frame) == raw, v.key
+    if v.reencode and v.model_id:
+        m = nlmcodec.load_model(v.model)
+        assert nlmcodec.compress(raw, model=m, adapt=v.adapt, check=v.check) == frame, v.key
         done += 1
 print(done)
 """
@@ -447,12 +443,11 @@ print(done)
 def test_golden_vectors_under_every_simd_cap(cap):
     """The current format's ok golden vectors of up to 32 KiB decode, and the model-coded ones re-encode
     byte for byte, with the codec's SIMD level forced by NLMCODEC_SIMD_CAP (0 scalar .. 3 AVX-512; a level
-    above the CPU's best is its best).  Older formats run the same float kernels (what differs between
-    formats is integer code: speller, match flag, block end), longer vectors the same shapes for longer;
-    all of them decode at the default level in test_golden."""
+    above the CPU's best is its best).  Longer vectors run the same shapes for longer; all of them decode at the
+    default level in test_golden."""
     import os
-    vec = pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors" / "ok"
+    vec = pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors"
     env = {**os.environ, "NLMCODEC_SIMD_CAP": str(cap)}
     p = subprocess.run([sys.executable, "-c", GOLDEN_CHILD, str(vec)], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert int(p.stdout.strip()) >= 2   # model-coded vectors were re-encoded, static and dynamic
+    assert int(p.stdout.strip()) >= 3   # model-coded vectors were re-encoded, static, dynamic and heads

@@ -30,7 +30,7 @@ def dev_text():
 def test_payload_matches_model_information(dev_text, adapt):
     model = nlmcodec.load_model("tiny")
     codec = Codec(model, adapt)
-    codec.reset(max_tokens=0)      # the whole text as one block: over format 7's 16,384 tokens, for the count
+    codec.lab_reset(max_tokens=0)      # the whole text as one block: over format 7's 16,384 tokens, for the count
     payload = codec.encode_block(dev_text)
     stats = codec.stats()
     ideal_bits = sum(v for k, v in stats.items() if k.endswith("_bits"))

@@ -22,14 +22,14 @@ from nlmcodec._core import Codec
 
 def encode(model, blocks, adapt=False, cache=True):
     c = Codec(model, adapt)
-    c.reset(cache=cache)
+    c.lab_reset(cache=cache)
     out = [c.encode_block(b) for b in blocks]
     return out, c.stats()
 
 
 def decode(model, payloads, blocks, adapt=False, cache=True):
     d = Codec(model, adapt)
-    d.reset(cache=cache)
+    d.lab_reset(cache=cache)
     return [d.decode_block(p, len(b)) for p, b in zip(payloads, blocks)]
 
 

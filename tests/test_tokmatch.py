@@ -22,14 +22,14 @@ from nlmcodec._core import MATCH_FLAG1, MATCH_FLAG2, MATCH_OFF, Codec, NLMError
 
 def encode(model, blocks, adapt=False, match=MATCH_FLAG2):
     c = Codec(model, adapt)
-    c.reset(match=match)
+    c.lab_reset(match=match)
     out = [c.encode_block(b) for b in blocks]
     return out, c.stats()
 
 
 def decode(model, payloads, blocks, adapt=False, match=MATCH_FLAG2):
     d = Codec(model, adapt)
-    d.reset(match=match)
+    d.lab_reset(match=match)
     return [d.decode_block(p, len(b)) for p, b in zip(payloads, blocks)]
 
 
@@ -120,4 +120,4 @@ def test_a_match_level_outside_0_to_2_is_refused(tiny_model):
     c = Codec(tiny_model, False)
     for bad in (-1, 3):
         with pytest.raises(NLMError):
-            c.reset(match=bad)
+            c.lab_reset(match=bad)

@@ -86,6 +86,10 @@ class ErrorVector:
     def why(self) -> str:
         return self.entry["why"]
 
+    @property
+    def format_version(self) -> int:
+        return self.entry["format_version"]
+
     def frame(self) -> bytes:
         return self.path.read_bytes()
 
