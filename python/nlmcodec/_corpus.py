@@ -2,8 +2,8 @@
 
 * ``iter_documents(paths)`` yields the bytes of each document: a ``.jsonl.xz`` / ``.jsonl`` shard gives one
   document per line (its ``"text"`` field, UTF-8 encoded), any other file is one document (raw bytes).
-* ``lex(data)`` -> dict of numpy arrays as ``nlmcodec._core.lex_tokens`` (the C lexer of FORMAT.md §1) when it
-  is importable, else a pure-Python regex transcription of FORMAT.md §1 (same token boundaries, kinds, cases
+* ``lex(data)`` -> dict of numpy arrays as ``nlmcodec._core.lex_tokens`` (the C lexer of docs/format.md §1) when it
+  is importable, else a pure-Python regex transcription of docs/format.md §1 (same token boundaries, kinds, cases
   and gap symbols; used only until the C lexer lands, and recorded in the training metadata).
 * ``TokenTable``: the corpus as parallel arrays (key index, case, gap, kind) over a table of distinct
   vocabulary keys (the ASCII-lowercased body for case 0..2 and non-words, ``<end>`` for END, the exact body for
@@ -80,7 +80,7 @@ def _kind_of(body: bytes) -> int:
 
 def _split_long(body: bytes, kind: int):
     """Pieces of at most 32 (word) or 16 (number) bytes; a word is never cut inside a two-byte letter
-    (FORMAT.md §1: a letter that does not fit starts the next piece)."""
+    (docs/format.md §1: a letter that does not fit starts the next piece)."""
     lim, out, i = (32 if kind == 1 else 16), [], 0
     while i < len(body):
         j = min(i + lim, len(body))
@@ -92,7 +92,7 @@ def _split_long(body: bytes, kind: int):
 
 
 def lex_python(data: bytes) -> dict:
-    """Pure-Python FORMAT.md §1 lexer returning the arrays of nlmcodec._core.lex_tokens."""
+    """Pure-Python docs/format.md §1 lexer returning the arrays of nlmcodec._core.lex_tokens."""
     pairs = _TOKEN_RE.findall(data)
     off, ln, goff, glen, kind, case, gap = [], [], [], [], [], [], []
     pos = 0

@@ -1,4 +1,4 @@
-"""The model file (.nlmm): one reader/writer, and the native model built from it.  Layout: codec/MODEL_FORMAT.md.
+"""The model file (.nlmm): one reader/writer, and the native model built from it.  Layout: docs/model_format.md.
 
 Two ways in.  ``Model(...)`` from arrays (training, tools) validates everything, weights included.
 ``Model.load`` / ``Model.from_bytes`` read a file's structure only: the file is mapped, its sections located
@@ -43,7 +43,7 @@ MAX_KN = 1 << 31                         # bytes of a Kneser-Ney section
 
 def param_count(V, D, H, C, arch: str = "elman", context: int = 0) -> int:
     heads = C * H + C + V * H + V + 4 * H + V * 4 + 8 * H + V * 8
-    if arch == "nplm":                    # Wx (H×D), Wh (H×(K−1)D), bh (H)   (FORMAT.md §2.4)
+    if arch == "nplm":                    # Wx (H×D), Wh (H×(K−1)D), bh (H)   (docs/format.md §2.4)
         return V * D + 4 * D + 8 * D + H * D + H * (context - 1) * D + H + heads
     G = 4 if arch == "lstm" else 1        # rows of Wx, Wh, bh per hidden unit
     return V * D + 4 * D + 8 * D + G * (H * D + H * H + H) + heads
@@ -280,7 +280,7 @@ class Model:
 
     @property
     def kn(self) -> bytes:
-        """The Kneser-Ney section (FORMAT.md §2.5, MODEL_FORMAT.md 13a), b"" when the model has none."""
+        """The Kneser-Ney section (docs/format.md §2.5, docs/model_format.md 13a), b"" when the model has none."""
         if self._kn is None:
             self._kn = bytes(self._section("kn")) if "kn" in self._spans else b""
         return self._kn

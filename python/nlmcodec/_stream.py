@@ -58,7 +58,7 @@ class NLMCompressor(_NoPickle):
     by a few groups (4 MiB each) per thread, whatever the input size.
 
     model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: "heads" (the
-    default, heads mode: dynamic evaluation of the output heads only, codec/FORMAT.md §6.5), True (dynamic
+    default, heads mode: dynamic evaluation of the output heads only, docs/format.md §6.5), True (dynamic
     mode: every part of the model adapts, about 0.5% fewer bytes on English text at about half the speed) or
     False (static, the fastest); check: CHECK_CRC32
     (default) or CHECK_NONE; threads: groups coded at once (0 = one per

@@ -1,6 +1,6 @@
 """Interpolated Kneser-Ney word trigrams: estimation from token ids and the model file's KN section.
 
-The C core reads the section (csrc/model/kn.c, codec/FORMAT.md §2.5, MODEL_FORMAT.md field 13a) and only
+The C core reads the section (csrc/model/kn.c, docs/format.md §2.5, docs/model_format.md field 13a) and only
 adds and multiplies the probabilities stored here.  Estimation (Chen & Goodman 1998, interpolated, one
 discount per order, D = n1 / (n1 + 2 n2) from that order's count-of-counts):
 

@@ -1,4 +1,4 @@
-"""Numpy reference of the model arithmetic of codec/FORMAT.md §2 (forward, loss, backward).
+"""Numpy reference of the model arithmetic of docs/format.md §2 (forward, loss, backward).
 
 Batched over B independent streams of T tokens, dtype-generic (float32 for training, float64 for
 gradient checks).  This is *not* the bit-exact codec arithmetic (that lives in csrc/kernels with the
@@ -14,7 +14,7 @@ Token stream conventions (one entry per token, arrays of shape (B, T)):
   0..2 of kind 1); its loss is −ln of the case distribution restricted to symbols 0..2.
 
 Token ``t`` is predicted from the state ``h_t`` (``h_0`` = the initial state passed in), then the
-state advances with token ``t`` through the model type's body (``arch``, FORMAT.md §2):
+state advances with token ``t`` through the model type's body (``arch``, docs/format.md §2):
 
 * ``elman``: ``h_{t+1} = tanh(Wx·x_t + Wh·h_t + bh)``; the state is h (H);
 * ``lstm``: ``a = Wx·x_t + Wh·h_t + b`` (4H, gates i, f, g, o), ``i, f, o = σ(a_i, a_f, a_o)``,
@@ -56,7 +56,7 @@ def state_size(H: int, arch: str = "elman", D: int = 0, context: int = NPLM_CONT
 
 
 def shapes(V: int, D: int, H: int, C: int, arch: str = "elman", context: int = NPLM_CONTEXT):
-    """[(name, shape)] of the 14 tensors in FORMAT.md §2 order (the body's tensors are named Wx, Wh, bh for
+    """[(name, shape)] of the 14 tensors in docs/format.md §2 order (the body's tensors are named Wx, Wh, bh for
     every type; the NPLM's Wh reads the K−1 older inputs)."""
     G = _arch(arch)["gates"]
     wh = (H, (context - 1) * D) if arch == "nplm" else (G * H, H)

@@ -18,7 +18,7 @@ Determinism: every random draw comes from numpy Generators seeded by (--seed, pu
 file metadata holds no wall times.  The same command and seed on the same machine give the same model file,
 provided --time-limit does not cut the run (the learning-rate schedule depends on --tokens only).
 
-ms (the per-tensor RMS gradient stored in the model, used by dynamic evaluation, FORMAT.md §6): with the
+ms (the per-tensor RMS gradient stored in the model, used by dynamic evaluation, docs/format.md §6): with the
 final weights, over S segments of seg_len training tokens (one stream each, the state carried from the 64
 tokens before the segment), g = gradient of the segment's summed loss;
 ms_t = sqrt(mean over segments of mean over elements of g_t²), where for the row-sparse tensors
@@ -552,7 +552,7 @@ def build_parser():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--classes", type=int, default=128)
     ap.add_argument("--arch", choices=sorted(R.ARCHS), default="elman",
-                    help="model type (codec/FORMAT.md §2.4): elman (default), lstm or nplm")
+                    help="model type (docs/format.md §2.4): elman (default), lstm or nplm")
     ap.add_argument("--context", type=int, default=R.NPLM_CONTEXT,
                     help="nplm: the previous tokens it reads (n − 1 of an n-gram; 2..16)")
     ap.add_argument("--forget-bias", type=float, default=2.0,
@@ -598,7 +598,7 @@ def parse_args(argv, ap=None):
     for name in ("dim", "hidden"):
         v = getattr(args, name)
         if v < 16 or v % 16:
-            ap.error(f"--{name} must be a positive multiple of 16 (FORMAT.md §2)")
+            ap.error(f"--{name} must be a positive multiple of 16 (docs/format.md §2)")
     if args.vocab < 2 or args.classes < 1:
         ap.error("--vocab must be >= 2 and --classes >= 1")
     args.command_line = " ".join(["nlmcodec", "--train"] + [a for a in argv])
@@ -622,7 +622,7 @@ def main(argv=None) -> int:
 
 def word_model_coded(model: Model, text: bytes, adapt: bool):
     """(payload bytes, tokens) of text coded by the word model as one group, in the blocks the encoder cuts
-    (_encode._model_pieces: 64 KiB, each within the token bound of codec/FORMAT.md §3.5), the codec's state
+    (_encode._model_pieces: 64 KiB, each within the token bound of docs/format.md §3.5), the codec's state
     carried from block to block as in a frame."""
     from ._core import Codec
     from ._encode import _model_pieces
