@@ -1,6 +1,8 @@
 """The cross-architecture lane's pieces on this host (.ci/cross: export_blocks.py, tests/c/vector_driver.c):
-the golden vectors of the tiny model, exported and replayed by the C driver natively, decode and re-encode
-byte-identically; a changed payload byte is reported as a mismatch.  (.ci/cross.sh runs the same driver on
+the golden vectors of the tiny model, exported with their format version and mode and replayed by the C
+driver natively (nlm_codec_reset_for at each reset), decode and re-encode byte-identically; a changed
+payload byte, mode or version is reported as a mismatch; the emulated targets' light file keeps the
+default model in the default mode.  (.ci/cross.sh runs the same driver on
 aarch64 and s390x under qemu-user, with every model.)"""
 import pathlib
 import re
@@ -31,32 +33,115 @@ def test_vectors_replay_identically(exported):
     assert r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"^(\d+) block sets \(vectors\), (\d+) word-model blocks, (\d+) bytes: decoded and re-encoded",
                   r.stdout, re.M)
-    assert m and int(m.group(1)) >= 8 and int(m.group(2)) >= int(m.group(1)), r.stdout
+    assert m and int(m.group(1)) >= 12 and int(m.group(2)) >= int(m.group(1)), r.stdout
     assert "selftest ok" in r.stdout and "MISMATCH" not in r.stdout
+    for mode in ("static", "dynamic", "heads"):
+        assert re.search(rf"^ok v13/\S+-{mode} \(format 13, {mode}\)", r.stdout, re.M), (mode, r.stdout)
 
 
-def test_a_changed_payload_byte_is_a_mismatch(exported, tmp_path):
-    exe, vec = exported
+def read_blocks(path):
+    """The records of a blocks file (export_blocks.py's docstring): [(name, model file, version, mode, ops,
+    offset of the version byte)], ops [("reset",) | ("block", size, payload offset, payload length)]."""
+    blob = path.read_bytes()
+    assert blob[:8] == b"NLMVBLKS"
+    n, o, out = int.from_bytes(blob[8:12], "little"), 12, []
+    for _ in range(n):
+        strs = []
+        for _ in range(2):
+            k = int.from_bytes(blob[o:o + 2], "little")
+            strs.append(blob[o + 2:o + 2 + k].decode())
+            o += 2 + k
+        at, version, mode, nops = o, blob[o], blob[o + 1], int.from_bytes(blob[o + 2:o + 6], "little")
+        o += 6
+        ops = []
+        for _ in range(nops):
+            if blob[o] == 0:
+                ops.append(("reset",))
+                o += 1
+                continue
+            assert blob[o] == 1
+            size, plen = int.from_bytes(blob[o + 1:o + 5], "little"), int.from_bytes(blob[o + 5:o + 9], "little")
+            ops.append(("block", size, o + 9, plen))
+            o += 9 + plen + size
+        out.append((strs[0], strs[1], version, mode, ops, at))
+    assert o == len(blob)
+    return out
+
+
+def test_blocks_file_carries_format_and_mode(exported):
+    """Each vector names its frame's format version and mode, starts with a reset, and every mode is there."""
+    _, vec = exported
+    recs = read_blocks(vec / "blocks.bin")
+    assert {r[2] for r in recs} == {13}
+    assert {r[3] for r in recs} == {0, 1, 2}
+    assert all(r[4][0] == ("reset",) and any(op[0] == "block" for op in r[4]) for r in recs)
+    for name, _, _, mode, _, _ in recs:
+        assert name.endswith(("-static", "-dynamic", "-heads")[mode]), (name, mode)
+
+
+def _patched(vec, tmp_path, edit):
     blob = bytearray((vec / "blocks.bin").read_bytes())
-    # the first vector's first block: header, then u16+name, u16+model, u8 adapt, u32 nops, resets (u8 0,
-    # u8 speller, u8 match, u8 end_advance, u32 max_tokens, u8 cache, u8 forward, u8 deep_every, u8 rate_a, u8 rate_b:
-    # 13 bytes), then u8 1, u32 size, u32 payload length, payload
-    assert blob[:8] == b"NLMVBLK8"
-    o = 12
-    for _ in range(2):
-        o += 2 + int.from_bytes(blob[o:o + 2], "little")
-    o += 1 + 4
-    while blob[o] == 0:
-        o += 13
-    assert blob[o] == 1
-    o += 1 + 8
-    blob[o + 2] ^= 0x10
+    edit(blob, read_blocks(vec / "blocks.bin"))
     bad = tmp_path / "blocks.bin"
     bad.write_bytes(bytes(blob))
     for f in vec.glob("*.nlmm"):
         (tmp_path / f.name).symlink_to(f)
-    r = subprocess.run([str(exe), str(bad)], capture_output=True, text=True, timeout=600)
+    return bad
+
+
+def test_a_changed_payload_byte_is_a_mismatch(exported, tmp_path):
+    exe, vec = exported
+
+    def edit(blob, recs):
+        op = next(op for op in recs[0][4] if op[0] == "block")
+        blob[op[2] + 2] ^= 0x10
+    r = subprocess.run([str(exe), str(_patched(vec, tmp_path, edit))], capture_output=True, text=True, timeout=600)
     assert r.returncode == 1 and r.stdout.splitlines()[1].startswith("MISMATCH"), r.stdout + r.stderr
+
+
+def test_the_mode_of_the_record_configures_the_codec(exported, tmp_path):
+    """A heads-mode vector replayed as dynamic mode (the same adaptive codec, the other row of the format
+    table) mismatches: the reset takes its options from (version, mode)."""
+    exe, vec = exported
+
+    def edit(blob, recs):
+        rec = next(r for r in recs if r[3] == 2)
+        blob[rec[5] + 1] = 1
+    r = subprocess.run([str(exe), str(_patched(vec, tmp_path, edit))], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and re.search(r"^MISMATCH .*-heads \(format 13, dynamic\)", r.stdout, re.M), \
+        r.stdout + r.stderr
+
+
+def test_a_format_this_build_does_not_read_fails_the_reset(exported, tmp_path):
+    exe, vec = exported
+
+    def edit(blob, recs):
+        blob[recs[0][5]] = 12
+    r = subprocess.run([str(exe), str(_patched(vec, tmp_path, edit))], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and r.stdout.splitlines()[1].startswith("MISMATCH"), r.stdout + r.stderr
+    assert "nlm_codec_reset_for(12," in r.stderr
+
+
+def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
+    """blocks_light.bin (the emulated targets' file) holds the default model's small heads-mode vectors
+    (heads is the default mode) and names what it leaves out."""
+    sys.path.insert(0, str(cbuild.ROOT / ".ci" / "cross"))
+    import lane
+    import nlmcodec
+    from nlmcodec import _registry
+
+    default = _registry.default_model_name()
+    r = subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp_path),
+                        "--models", default, "--light-budget", str(lane.LIGHT_BUDGET)],
+                       check=True, capture_output=True, text=True)
+    mfile = nlmcodec.load_model(default).model_id.hex()[:16] + ".nlmm"
+    light = {n for rec in read_blocks(tmp_path / "blocks_light.bin") if rec[1] == mfile and rec[3] == 2
+             for n in rec[0].split("=")}
+    assert {f"v13/short_english-{default}-heads", f"v13/alice_4k-{default}-heads"} <= light, r.stdout
+    everything = {n for rec in read_blocks(tmp_path / "blocks.bin") for n in rec[0].split("=")}
+    kept = {n for rec in read_blocks(tmp_path / "blocks_light.bin") for n in rec[0].split("=")}
+    m = re.search(r"left out \(work over [^)]*\): (.*)$", r.stdout, re.M)
+    assert m and {n for x in m.group(1).split(", ") for n in x.split(" (")[0].split("=")} == everything - kept, r.stdout
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +157,7 @@ def exported_kn(tmp_path_factory):
 def test_kneser_ney_vectors_replay_on_scalar_and_simd_builds(exported_kn, flavour):
     """The Kneser-Ney mixture (FORMAT.md §2.5: kern_log, the expert's sums, the mixing) written by the
     optimised Python extension decodes and re-encodes byte for byte with the -O0 scalar build and the SIMD
-    build of the C driver, static and dynamic."""
+    build of the C driver, in every mode."""
     exes, vec = exported_kn
     r = subprocess.run([str(exes[flavour]), str(vec / "blocks.bin")], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

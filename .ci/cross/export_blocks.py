@@ -1,50 +1,62 @@
 """export_blocks.py: the golden vectors' word-model blocks as one simple binary for the C vector driver.
 
 The frame layer is Python, so this step runs on the build host: it decodes every vector of
-codec/vectors/ok (or the names given) with nlmcodec, recording each call the frame layer makes to the
-C codec (reset at a group start, decode of a word-model block with its payload and decoded bytes).
-tests/c/vector_driver.c replays them on any machine: decodes each payload and re-encodes each block,
-comparing bytes with these, which were written on x86-64.
+codec/vectors (vectorset.py; or those of the models named) with nlmcodec, recording each call the frame
+layer makes to the C codec (reset at a group start, decode of a word-model block with its payload and
+decoded bytes).  tests/c/vector_driver.c replays them on any machine: decodes each payload and re-encodes
+each block, comparing bytes with these, which were written on x86-64.  What a format and mode mean is the
+C core's table (csrc/codec/formats.h): the file carries each frame's format version and mode, and the driver
+resets with nlm_codec_reset_for(version, mode), so the file needs no option fields and no revisions.
 
 Output (all integers little-endian): DIR/blocks.bin and the model files it names, DIR/<id>.nlmm.
-  blocks.bin = "NLMVBLK8" u32 nvectors, then per vector:
-    u16 len, name; u16 len, model file name; u8 adapt; u32 nops; ops: u8 0 = reset, u8 speller (the
-    NLM_SPELLER_* of the frame's format), u8 match (the level: 1 the token match flag, from format 6; 2 its two APMs,
-    from format 10), u8 end_advance
-    (1: a block's <end> advances the network, formats 1-6), u32 max_tokens (16,384 from format 7, else 0),
-    u8 cache (the level: 1 the token cache, from format 8; 2 and the body mixer, from format 9), u8 forward
-    (1: a static codec's integer forward, from format 11), u8 deep_every (a dynamic codec's schedule: 1
-    everything every segment, dynamic mode; 0 the heads only, heads mode from format 12), u8 rate_a, u8 rate_b
-    (a dynamic codec's rates, nlm_codec_set_rates: 1, 1 but in heads mode from format 13)
+  blocks.bin = "NLMVBLKS" u32 nvectors, then per vector:
+    u16 len, name; u16 len, model file name; u8 format version; u8 mode (NLM_MODE_*: 0 static, 1 dynamic,
+    2 heads); u32 nops; ops: u8 0 = reset (nlm_codec_reset_for(version, mode))
     | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
-stored or lzma: Python, not the C core).  Vectors with identical word-model blocks (the format-2 copies of
-format-1 vectors) are written once, named "A=B".
+stored, lzma or byte-model blocks: the byte model has its own cross-architecture check, lane.py's
+cm_driver step).  Vectors with identical word-model blocks are written once, named "A=B".
 
---light-budget W also writes DIR/blocks_light.bin without the vectors whose work (decoded bytes x model
-parameters) exceeds W, for the emulated targets: under qemu the scalar core runs 20-40x slower, and the
-144 KB default-model vectors alone would take longer than the lane's whole budget.  The light file's
-left-out vectors are listed on stdout; the native run replays all of them.  The light file also leaves out
-the vectors of formats 5, 6, 9, 10 and 12 (LIGHT_SKIP): their word-model blocks take no code path that other
-formats' vectors in the file do not take: 5 and 6 none that formats 2-4 (no match flag, an <end> that advances
-the network) and 7 (the byte-model speller, the match flag) do not; 9 none that 8 (the flag's one APM) and 11
-(the body mixer) do not; 10 none that 8 (a static codec's float forward) and 11 (the flag's two APMs, dynamic
-mode) do not; 12 none that 11 (static and dynamic mode) and 13 (heads mode, at other rates) do not.  The
-emulated lanes are the slowest part of CI.
-Usage: export_blocks.py OUTDIR [--models tiny,default] [--light-budget W]
+--light-budget W also writes DIR/blocks_light.bin for the emulated targets, where the scalar core runs
+100-200x slower under qemu-user than the native SIMD build (the whole file would take about 25 minutes of
+CPU per target, estimated from its per-vector times).  A vector's work is its decoded bytes x its model's
+parameters x its mode's cost under emulation (MODE_COST).  The light file leaves out the vectors whose work
+exceeds W; whatever the budget, it keeps the default model's (the shipped model, the one compress() uses)
+heads-mode vectors (heads is the default mode) whose work is at most HEADS_BUDGET, and export fails if it
+keeps none of them.  With lane.py's budget the light file leaves out only default-model vectors: its 4-210
+KB inputs in dynamic mode and its two largest (news_64k, the fallback input) in static and heads mode.  Why:
+under qemu they are the bulk of the time (news_64k and fallback take about 1-4 min of CPU each, by mode),
+and no code path is theirs alone: every model type, mode, cache, the match flag, the speller and the
+fallback's word-model blocks run in the smaller vectors of the light file (the tiny models' at every size,
+the default model's small ones in every mode), and the native run replays all of them.  The left-out vectors
+are listed on stdout (and so in the lane's log).
+Usage: export_blocks.py OUTDIR [--models tiny,default-2] [--light-budget W]
 """
 import argparse
-import json
+import os
 import pathlib
 import struct
 import sys
 
-import nlmcodec
-from nlmcodec import _core, _frame
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VECTORS = ROOT / "codec" / "vectors" / "ok"
-LIGHT_SKIP = ("v5-", "v6-", "v9-", "v10-", "v12-")   # formats whose vectors blocks_light.bin leaves out (above)
+# the test models (tiny, ...) of the vectors are found through the model search path
+os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(
+    [str(ROOT / "tests" / "models")] + [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep) if d])
+sys.path.insert(0, str(ROOT / "codec" / "vectors"))
+import vectorset as VS  # noqa: E402
+
+import nlmcodec  # noqa: E402
+from nlmcodec import _core, _registry  # noqa: E402
+
+MODE_NAMES = {_core.native.MODE_STATIC: "static", _core.native.MODE_DYNAMIC: "dynamic",
+              _core.native.MODE_HEADS: "heads"}
+# a mode's cost per byte under emulation, static = 1: alice_4k with the default model under qemu-aarch64 took
+# 1.2 s of CPU static, 4.4 s heads and 11.7 s dynamic
+MODE_COST = {_core.native.MODE_STATIC: 1, _core.native.MODE_HEADS: 4, _core.native.MODE_DYNAMIC: 10}
+# the default model's heads-mode vectors up to this much work are in the light file whatever its budget: the
+# 155 B to 13 KB inputs (short_english, alice_4k, spelled, repeats: the speller, the match flag and the
+# caches on the default model, about 40 s of CPU under qemu-aarch64), not the 64 KB ones (2-3 min each)
+HEADS_BUDGET = 6e11
 
 
 class Recorder(_core.Codec):
@@ -53,17 +65,11 @@ class Recorder(_core.Codec):
 
     def __init__(self, model, adapt):
         super().__init__(model, adapt)
-        Recorder.log.append(("new", model, bool(adapt)))
+        Recorder.log.append(("new", model, self.mode))
 
-    def reset(self, speller=None, match=2, max_tokens=None, end_advance=False, cache=2, forward=1,
-              schedule=(1, 0, 0), rates=(1, 1)):
-        speller = _core.SPELLER_CM if speller is None else speller
-        max_tokens = _frame.MAX_MODEL_TOKENS if max_tokens is None else max_tokens
-        assert schedule in ((0, 0, 0), (1, 0, 0)), schedule     # the formats' two (codec_options)
-        Recorder.log.append(("reset", speller, int(match), int(bool(end_advance)), max_tokens,
-                             int(cache), int(forward), int(schedule[0]), int(rates[0]), int(rates[1])))
-        return super().reset(speller, match, max_tokens, end_advance, cache, forward=forward, schedule=schedule,
-                             rates=rates)
+    def reset(self, version=_core.native.FORMAT_VERSION):
+        Recorder.log.append(("reset", int(version), self.mode))
+        return super().reset(version)
 
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
@@ -72,28 +78,26 @@ class Recorder(_core.Codec):
 
 
 def record(frame):
-    """(model, adapt, ops) of one vector's decode, or None when it has no word-model block."""
+    """((model, version, mode, ops) or None when the frame has no word-model block, decoded bytes)."""
     Recorder.log = []
-    nlmcodec._codec_pool.clear()          # fresh codecs, so each is a Recorder
+    _registry.codec_pool.clear()          # fresh codecs, so each is a Recorder
     saved, _core.Codec = _core.Codec, Recorder
     try:
         out = nlmcodec.decompress(frame, threads=1)
     finally:
         _core.Codec = saved
-        nlmcodec._codec_pool.clear()
+        _registry.codec_pool.clear()
     news = [e for e in Recorder.log if e[0] == "new"]
     ops = [e for e in Recorder.log if e[0] != "new"]
     if not any(e[0] == "block" for e in ops):
         return None, out
-    models = {(n[1].model_id, n[2]) for n in news}
-    assert len(models) == 1, "one model and mode per vector"
+    assert len({(n[1].model_id, n[2]) for n in news}) == 1, "one model and mode per vector"
+    version = nlmcodec.get_frame_info(frame).format_version
+    mode = news[0][2]
+    assert all(e[1:] == (version, mode) for e in ops if e[0] == "reset"), "resets for the frame's format and mode"
     if ops[0][0] != "reset":
-        info = nlmcodec.get_frame_info(frame)
-        o = _frame.codec_options(info.format_version, info.adapt)
-        ops.insert(0, ("reset", o["speller"], int(o["match"]), int(o["end_advance"]), o["max_tokens"],
-                       int(o["cache"]), int(o["forward"]), int(o["schedule"][0]), int(o["rates"][0]),
-                       int(o["rates"][1])))
-    return (news[0][1], news[0][2], ops), out
+        ops.insert(0, ("reset", version, mode))
+    return (news[0][1], version, mode, ops), out
 
 
 def pack_str(s: bytes) -> bytes:
@@ -107,51 +111,57 @@ def main(argv=None):
     ap.add_argument("--light-budget", type=float, default=0, help="also write blocks_light.bin (see above)")
     args = ap.parse_args(argv)
     keep = set(filter(None, args.models.split(",")))
-    manifest = json.loads((VECTORS / "MANIFEST.json").read_text())
+    default_id = _registry.default_model().model_id
     args.outdir.mkdir(parents=True, exist_ok=True)
-    unique, nblocks, nbytes = {}, 0, 0     # blocks (model, mode, ops) -> [vector names, work]
-    for name in sorted(manifest):
-        meta = manifest[name]
-        if meta.get("model") is None or (keep and meta["model"] not in keep):
+    unique, nblocks, nbytes = {}, 0, 0     # block set (model, version, mode, ops) -> [vector names, work, heads?]
+    for v in VS.ok_vectors():
+        if v.model is None or (keep and v.model not in keep):
             continue
-        frame = (VECTORS / f"{name}.nlm").read_bytes()
-        rec, out = record(frame)
-        assert out == (VECTORS / f"{name}.raw").read_bytes(), name
+        rec, out = record(v.frame())
+        assert out == v.raw(), v.key
         if rec is None:
             continue
-        model, adapt, ops = rec
+        model, version, mode, ops = rec
         mfile = model.model_id.hex()[:16] + ".nlmm"
         if not (args.outdir / mfile).exists():
             (args.outdir / mfile).write_bytes(model.to_bytes())
-        body = [pack_str(mfile.encode()), struct.pack("<BI", int(adapt), len(ops))]
+        body = [pack_str(mfile.encode()), struct.pack("<BBI", version, mode, len(ops))]
         for op in ops:
             if op[0] == "reset":
-                body.append(struct.pack("<BBBBIBBBBB", 0, *op[1:]))
+                body.append(b"\0")
             else:
                 _, payload, data = op
                 body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
                 nblocks += 1
                 nbytes += len(data)
         size = sum(len(op[2]) for op in ops if op[0] == "block")
-        unique.setdefault(b"".join(body), [[], size * model.params.size])[0].append(name)
-    # a format-2 vector whose word-model blocks equal a format-1 vector's is replayed once, under both names
-    recs, light, left_out = [], [], []
-    for body, (names, work) in unique.items():
+        default_heads = model.model_id == default_id and mode == _core.native.MODE_HEADS
+        unique.setdefault(b"".join(body), [[], size * model.params.size * MODE_COST[mode], default_heads])[0] \
+            .append(v.key)
+    recs, light, left_out, light_default_heads = [], [], [], []
+    for body, (names, work, default_heads) in unique.items():
         recs.append(pack_str("=".join(names).encode()) + body)
-        if work <= args.light_budget and not all(n.startswith(LIGHT_SKIP) for n in names):
+        if work <= args.light_budget or (default_heads and work <= HEADS_BUDGET):
             light.append(recs[-1])
+            if default_heads:
+                light_default_heads.append("=".join(names))
         else:
-            left_out.append(f"{'='.join(names)} (work {work:.2g})" if work > args.light_budget else
-                            f"{'='.join(names)} (format {names[0][1:names[0].index('-')]})")
+            left_out.append(f"{'='.join(names)} (work {work:.2g})")
     for fname, rs in (("blocks.bin", recs), ("blocks_light.bin", light if args.light_budget else None)):
         if rs is not None:
-            (args.outdir / fname).write_bytes(b"NLMVBLK8" + struct.pack("<I", len(rs)) + b"".join(rs))
-    nvec = sum(len(n) for n, _ in unique.values())
+            (args.outdir / fname).write_bytes(b"NLMVBLKS" + struct.pack("<I", len(rs)) + b"".join(rs))
+    nvec = sum(len(n) for n, _, _ in unique.values())
     print(f"exported {nvec} vectors ({len(recs)} distinct block sets), {nblocks} word-model blocks, {nbytes} decoded "
           f"bytes to {args.outdir}")
     if args.light_budget:
-        print(f"blocks_light.bin: {len(light)} block sets; left out (work over {args.light_budget:g}, or formats 5, 6, 9, 10, 12): "
+        print(f"blocks_light.bin: {len(light)} block sets; the default model in heads mode: "
+              f"{', '.join(light_default_heads) or 'none'}; left out (work over {args.light_budget:g}, in the default model's heads mode over "
+              f"{HEADS_BUDGET:g}): "
               f"{', '.join(left_out) or 'none'}")
+        if not light_default_heads and any(d for _, _, d in unique.values()):
+            print("blocks_light.bin holds no vector of the default model in heads mode (the default mode): "
+                  "raise HEADS_BUDGET", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -6,11 +6,14 @@ tests/c/vector_driver.c with build_flags.py's flags natively and with Debian's c
 (aarch64-linux-gnu-gcc, s390x-linux-gnu-gcc; static, so qemu-user needs no sysroot); check each
 target's core objects for fused multiply-add instructions (cbuild.fma_instructions with the target's
 objdump); run tests/c/fpenv_probe.c (the FP environment guard against a hostile rounding mode and
-flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x; and the byte model (format 4):
-tests/c/cm_driver.c codes the raw inputs of the byte-model golden vectors (CM_INPUTS) on each target, and
-its payloads (size and FNV-1a hash) must equal x86-64's.  A target whose tools are missing
-is reported as SKIPPED (.ci/cross.sh installs them with apt-get where it can); a mismatch, a failed build
-or an FMA instruction exits 1.  Usage: python .ci/cross/lane.py [--models tiny,default]
+flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x; and the byte model:
+tests/c/cm_driver.c codes the raw inputs of golden vectors (CM_INPUTS) on each target, and its payloads
+(size and FNV-1a hash) must equal x86-64's.  The native run replays every vector, the emulated ones
+blocks_light.bin (export_blocks.py says what it leaves out; the list is in this lane's output).
+Fails closed: a target whose tools are missing is reported as NOT RUN and fails the lane like a mismatch, a
+failed build or an FMA instruction (.ci/cross.sh installs the tools with apt-get where it can).
+--targets native runs the native replay alone (the emulated targets are then reported as not asked for).
+Usage: python .ci/cross/lane.py [--models tiny,default-2] [--targets native,aarch64,s390x]
 """
 import argparse
 import pathlib
@@ -23,18 +26,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "c"))
+sys.path.insert(0, str(ROOT / "codec" / "vectors"))
 import cbuild  # noqa: E402
+import vectorset as VS  # noqa: E402
 from cbuild import build_flags  # noqa: E402
 
-# Emulated targets replay the vectors whose work (decoded bytes x model parameters) is at most this: every
-# vector but the two 144 KB default-model ones (1.4e12 each): natively, the scalar core replays all vectors
-# in 13.1 s of CPU and the others in 2.4 s, and qemu-user multiplies that by tens.  The native run replays
-# every vector.
-LIGHT_BUDGET = 1e11
-# name, compiler, objdump, runner (None = native)
-TARGETS = [("x86-64 (native)", "gcc", "objdump", None),
-           ("aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump", "qemu-aarch64"),
-           ("s390x (big-endian)", "s390x-linux-gnu-gcc", "s390x-linux-gnu-objdump", "qemu-s390x")]
+# Emulated targets replay blocks_light.bin: the vectors whose work (decoded bytes x model parameters x the mode's
+# cost under emulation, export_blocks.py) is at most this, and the default model's heads-mode vectors up to
+# export_blocks.HEADS_BUDGET.  1.5e11 takes every vector of the tiny models and the default model's inputs up
+# to 13 KB in static mode (about 4 s each under qemu-aarch64); the rest (export_blocks.py's docstring) would
+# take 20 minutes more of CPU per target.  The native run replays every vector.
+LIGHT_BUDGET = 1.5e11
+# key, name, compiler, objdump, runner (None = native)
+TARGETS = [("native", "x86-64 (native)", "gcc", "objdump", None),
+           ("aarch64", "aarch64", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump", "qemu-aarch64"),
+           ("s390x", "s390x (big-endian)", "s390x-linux-gnu-gcc", "s390x-linux-gnu-objdump", "qemu-s390x")]
 
 
 def build(cc, objdump, out: pathlib.Path):
@@ -56,8 +62,9 @@ def build(cc, objdump, out: pathlib.Path):
     return exes, hits
 
 
-# raw inputs of golden vectors whose frames hold byte-model blocks (a log run over two blocks, binary, text)
-CM_INPUTS = ["v4-log_270k-nomodel-static", "v4-binary-nomodel-static", "v4-mixed-tiny-static", "v4-alice_4k-tiny-static"]
+# raw inputs of golden vectors for the byte model (a log run over two blocks, binary, mixed, text)
+CM_INPUTS = ["v13/log_270k-nomodel-static", "v13/binary-nomodel-static", "v13/mixed-tiny-static",
+             "v13/alice_4k-tiny-static"]
 
 
 def cm_payloads(stdout):
@@ -70,12 +77,12 @@ def cm_payloads(stdout):
     return out
 
 
-def run_target(name, cc, objdump, runner, tmp):
-    """Build and run one target: (name, "skipped" | "build failed" | "ran" | "failed", its log, byte-model
+def run_target(key, name, cc, objdump, runner, tmp):
+    """Build and run one target: (name, "not run" | "build failed" | "ran" | "failed", its log, byte-model
     payloads)."""
     missing = [t for t in (cc, objdump, runner) if t and not shutil.which(t)]
     if missing:
-        return name, "skipped", f"== {name}: SKIPPED, not installed: {', '.join(missing)}\n", None
+        return name, "not run", f"== {name}: NOT RUN, not installed: {', '.join(missing)}\n", None
     t1 = time.monotonic()
     try:
         (exe, probe, cm), hits = build(cc, objdump, tmp / cc)
@@ -91,7 +98,7 @@ def run_target(name, cc, objdump, runner, tmp):
     r = subprocess.run(pre + [str(exe), str(blocks)], text=True, capture_output=True)
     log += [r.stdout, r.stderr, f"== {name}: exit {r.returncode} in {time.monotonic() - t1:.0f} s\n"]
     t1 = time.monotonic()
-    inputs = [ROOT / "codec" / "vectors" / "ok" / f"{n}.raw" for n in CM_INPUTS]
+    inputs = [VS.ok_vector(k).raw_path for k in CM_INPUTS]
     c = subprocess.run(pre + [str(cm), *map(str, inputs)], text=True, capture_output=True)
     payloads = cm_payloads(c.stdout)
     log.append(f"== {name}: byte model, {len(payloads)} inputs coded and decoded, exit {c.returncode} in "
@@ -103,20 +110,27 @@ def run_target(name, cc, objdump, runner, tmp):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="", help="only the vectors of these models (default: all)")
+    ap.add_argument("--targets", default=",".join(t[0] for t in TARGETS),
+                    help="comma-separated targets to run (default: all of %(default)s); one left out is reported")
     args = ap.parse_args(argv)
+    keys = set(filter(None, args.targets.split(",")))
+    unknown = keys - {t[0] for t in TARGETS}
+    if unknown or not keys:
+        ap.error(f"unknown targets {sorted(unknown)}; known: {', '.join(t[0] for t in TARGETS)}")
     t0 = time.monotonic()
-    failed, ran = [], []
+    failed, ran, not_asked = [], [], [t[1] for t in TARGETS if t[0] not in keys]
     with tempfile.TemporaryDirectory(prefix="nlm-cross-") as tmp:
         tmp = pathlib.Path(tmp)
         exp = [sys.executable, str(ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp / "vec"),
                "--light-budget", str(LIGHT_BUDGET)]
         subprocess.run(exp + (["--models", args.models] if args.models else []), check=True)
-        with ThreadPoolExecutor(len(TARGETS)) as pool:     # the qemu runs take minutes: in parallel
-            results = list(pool.map(lambda t: run_target(*t, tmp), TARGETS))
-        native = results[0][3]
+        targets = [t for t in TARGETS if t[0] in keys]
+        with ThreadPoolExecutor(len(targets)) as pool:     # the qemu runs take minutes: in parallel
+            results = list(pool.map(lambda t: run_target(*t, tmp), targets))
+        native = results[0][3] if targets[0][0] == "native" else None
         for name, status, log, payloads in results:
             sys.stdout.write(log)
-            if status == "ran" or status == "failed":
+            if status in ("ran", "failed"):
                 ran.append(name)
             if payloads is not None and native is not None and payloads != native:
                 sys.stdout.write(f"== {name}: byte-model payloads differ from x86-64: {payloads} != {native}\n")
@@ -124,12 +138,12 @@ def main(argv=None):
             elif payloads is not None and native:
                 sys.stdout.write(f"== {name}: byte-model payloads identical to x86-64 "
                                  f"({', '.join(f'{k} {v[1]} B' for k, v in sorted(payloads.items()))})\n")
-            if status in ("failed", "build failed"):
-                failed.append(name)
-    print(f"cross-architecture lane: ran {', '.join(ran) or 'nothing'}; "
+            if status != "ran":              # a target that could not run fails the lane (fail closed)
+                failed.append(f"{name} ({status})")
+    print(f"cross-architecture lane: ran {', '.join(ran) or 'nothing'}"
+          f"{'; not asked for: ' + ', '.join(not_asked) if not_asked else ''}; "
           f"{'FAILED: ' + ', '.join(failed) if failed else 'all identical'} ({time.monotonic() - t0:.0f} s)")
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

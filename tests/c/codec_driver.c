@@ -3,7 +3,8 @@
  * Used by tests/test_dual_build.py: the same driver is built against the scalar -O0 core (NLM_NO_SIMD)
  * and against the optimised dispatching core; the payloads must be byte-identical (codec/FORMAT.md §2:
  * the canonical arithmetic does not depend on the build).  It also decodes its own payload and checks
- * the round trip.  Usage: codec_driver ADAPT SEED < text > payload
+ * the round trip.  Every codec is configured for the current format in MODE with nlm_codec_reset_for.
+ * Usage: codec_driver MODE SEED < text > payload   (MODE: 0 static, 1 dynamic, 2 heads; NLM_MODE_*)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,11 @@ static uint64_t rng_next(void) { /* splitmix64 */
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static float rng_uniform(void) { return (float)(rng_next() >> 40) / 16777216.0f; } /* [0,1) */
 
 int main(int argc, char** argv) {
-    int adapt = argc > 1 ? atoi(argv[1]) : 1;
+    int mode = argc > 1 ? atoi(argv[1]) : NLM_MODE_DYNAMIC;
+    if (mode < NLM_MODE_STATIC || mode > NLM_MODE_HEADS) { fprintf(stderr, "MODE: 0, 1 or 2\n"); return 1; }
+    int adapt = mode != NLM_MODE_STATIC; /* dynamic and heads mode code with an adaptive context */
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
     static uint8_t text[1 << 22];
     size_t n = fread(text, 1, sizeof text, stdin);
@@ -88,6 +90,11 @@ int main(int argc, char** argv) {
     NlmCodec* dec = nlm_codec_new(m16, adapt, &err);
     NlmCodec* e32 = nlm_codec_new(m32, adapt, &err);
     if (!enc || !dec || !e32) { fprintf(stderr, "codec_new failed: %d\n", err); return 2; }
+    if (nlm_codec_reset_for(enc, NLM_FORMAT_VERSION, mode) < 0 || nlm_codec_reset_for(dec, NLM_FORMAT_VERSION, mode) < 0
+        || nlm_codec_reset_for(e32, NLM_FORMAT_VERSION, mode) < 0) {
+        fprintf(stderr, "nlm_codec_reset_for(%d, %d) failed\n", NLM_FORMAT_VERSION, mode);
+        return 2;
+    }
     {
         int64_t a = nlm_encode_block(e32, text, n);
         size_t la;
@@ -102,7 +109,7 @@ int main(int argc, char** argv) {
             return 6;
         }
         free(keep);
-        nlm_codec_reset(enc);
+        nlm_codec_reset_for(enc, NLM_FORMAT_VERSION, mode); /* back to a group start */
     }
     /* two blocks, state carried across them */
     size_t half = n / 2;

@@ -4,16 +4,19 @@
  * Input: blocks.bin written by .ci/cross/export_blocks.py on x86-64 (format in its docstring) and the
  * model files beside it.  For each vector: decode every block payload and compare with the decoded bytes,
  * then re-encode every block from those bytes and compare with the payload; both passes start from a
- * reset and reset where the frame layer did (group starts).  One codec per (model, mode), reused.
+ * reset and reset where the frame layer did (group starts), each with nlm_codec_reset_for(version, mode) of
+ * the vector's frame: the options of a format and mode come from the core's table alone.  One codec per
+ * (model, static or adaptive), reused: dynamic and heads mode share one (reset_for reconfigures it).
  * The driver reads model files itself with explicit little-endian reads (load_model: the one function to
  * change when model creation changes), so a big-endian host gets the same numbers as x86-64.
- * Prints one line per vector (or "A=B" for vectors with identical blocks) and a summary; exit 0 only when
- * every byte matched.
+ * Prints one line per vector (or "A=B" for vectors with identical blocks) with its time, and a summary; exit
+ * 0 only when every byte matched.
  * Usage: vector_driver DIR/blocks.bin
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec/selftest.h"
 #include "kernels/kern.h" /* kern_half_to_float, kern_simd_level */
@@ -127,39 +130,27 @@ typedef struct {
     int adapt;
     NlmCodec* c;
 } Slot;
-#define MAX_SLOTS 64 /* (model, mode) pairs of one run: a codec each */
+#define MAX_SLOTS 64 /* (model, static or adaptive) pairs of one run: a codec each */
 
 typedef struct {
-    uint8_t kind;    /* 0 reset, 1 block */
-    uint8_t speller; /* reset: NLM_SPELLER_* of the frame's format */
-    uint8_t match;   /* reset: the match level (nlm_codec_set_match: 1 from format 6, 2 from format 10) */
-    uint8_t end_advance; /* reset: 1 when a block's <end> advances the network (formats 1-6) */
-    uint32_t max_tokens; /* reset: the most tokens of a block (16,384 from format 7; 0: none) */
-    uint8_t cache;   /* reset: the cache level (nlm_codec_set_cache: 1 from format 8, 2 from format 9) */
-    uint8_t forward; /* reset: the forward level (nlm_codec_set_forward: 1 from format 11) */
-    uint8_t deep_every; /* reset, dynamic codecs: the schedule's deep_every (nlm_codec_set_schedule: 1 formats
-                           1-11, everything every segment; 0 from format 12, the heads only) */
-    uint8_t rate_a, rate_b; /* reset, dynamic codecs: the rates (nlm_codec_set_rates: 1, 1 but in heads mode from
-                               format 13) */
+    uint8_t kind; /* 0 reset (nlm_codec_reset_for the vector's version and mode), 1 block */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
 
 /* Decode then re-encode the ops of one vector; 0 when every byte matched (the first difference on stderr). */
-static int replay(NlmCodec* c, int adapt, const char* name, const Op* ops, uint32_t nops) {
+static int replay(NlmCodec* c, int version, int mode, const char* name, const Op* ops, uint32_t nops) {
     uint8_t* out = NULL;
     for (int pass = 0; pass < 2; pass++) {
         int bi = 0;
         for (uint32_t k = 0; k < nops; k++) {
             const Op* op = &ops[k];
             if (op->kind == 0) {
-                if (nlm_codec_set_speller(c, op->speller) < 0 || nlm_codec_set_match(c, op->match) < 0
-                    || nlm_codec_set_end_advance(c, op->end_advance) < 0
-                    || nlm_codec_set_max_tokens(c, op->max_tokens) < 0 || nlm_codec_set_cache(c, op->cache) < 0
-                    || nlm_codec_set_forward(c, op->forward) < 0
-                    || (adapt && nlm_codec_set_schedule(c, op->deep_every, 0, 0) < 0)
-                    || (adapt && nlm_codec_set_rates(c, op->rate_a, op->rate_b) < 0)) {
-                    fprintf(stderr, "%s: reset failed\n", name);
+                int rc = nlm_codec_reset_for(c, version, mode);
+                if (rc != NLM_OK) {
+                    fprintf(stderr, "%s: nlm_codec_reset_for(%d, %d) failed: %s\n", name, version, mode,
+                            nlm_error_name(rc));
+                    free(out);
                     return 1;
                 }
                 continue;
@@ -205,7 +196,7 @@ int main(int argc, char** argv) {
     Rd r = {buf, n, 0, 0};
     const uint8_t* magic = rd_take(&r, 8);
     uint32_t nvec = rd_u32(&r);
-    if (r.bad || memcmp(magic, "NLMVBLK8", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
+    if (r.bad || memcmp(magic, "NLMVBLKS", 8)) { fprintf(stderr, "%s: not a blocks file\n", argv[1]); return 2; }
     printf("selftest %s digest %016llx simd level %d\n", nlm_selftest() == NLM_OK ? "ok" : "FAILED",
            (unsigned long long)nlm_selftest_digest(), kern_simd_level());
     Slot slots[MAX_SLOTS];
@@ -219,7 +210,8 @@ int main(int argc, char** argv) {
         l = rd_u16(&r);
         s = rd_take(&r, l);
         snprintf(model, sizeof model, "%.*s", s ? (int)l : 0, s ? (const char*)s : "");
-        int adapt = rd_u8(&r);
+        int version = rd_u8(&r), mode = rd_u8(&r);
+        int adapt = mode != NLM_MODE_STATIC; /* dynamic and heads mode code with an adaptive context */
         uint32_t nops = rd_u32(&r);
         if (r.bad || nops > (1u << 20)) { fprintf(stderr, "%s: corrupt blocks file\n", argv[1]); return 2; }
         Op* ops = calloc(nops ? nops : 1, sizeof *ops);
@@ -227,14 +219,7 @@ int main(int argc, char** argv) {
         size_t vbytes = 0;
         for (uint32_t k = 0; k < nops; k++) {
             ops[k].kind = rd_u8(&r);
-            if (ops[k].kind == 0) {
-                ops[k].speller = rd_u8(&r), ops[k].match = rd_u8(&r), ops[k].end_advance = rd_u8(&r);
-                ops[k].max_tokens = rd_u32(&r);
-                ops[k].cache = rd_u8(&r);
-                ops[k].forward = rd_u8(&r);
-                ops[k].deep_every = rd_u8(&r);
-                ops[k].rate_a = rd_u8(&r), ops[k].rate_b = rd_u8(&r);
-            }
+            if (ops[k].kind > 1) r.bad = 1;
             if (ops[k].kind != 1) continue;
             ops[k].size = rd_u32(&r);
             ops[k].plen = rd_u32(&r);
@@ -243,7 +228,7 @@ int main(int argc, char** argv) {
             vb++;
             vbytes += ops[k].size;
         }
-        if (r.bad) { fprintf(stderr, "%s: corrupt blocks file\n", argv[1]); return 2; }
+        if (r.bad || mode > NLM_MODE_HEADS) { fprintf(stderr, "%s: corrupt blocks file\n", argv[1]); return 2; }
         NlmCodec* c = NULL;
         for (int i = 0; i < nslots; i++)
             if (!strcmp(slots[i].model, model) && slots[i].adapt == adapt) c = slots[i].c;
@@ -259,9 +244,11 @@ int main(int argc, char** argv) {
             slots[nslots].adapt = adapt;
             slots[nslots++].c = c;
         }
-        int bad = !c || replay(c, adapt, name, ops, nops);
-        printf("%s %s (%s): %d blocks, %zu bytes\n", bad ? "MISMATCH" : "ok", name, adapt ? "dynamic" : "static",
-               vb, vbytes);
+        clock_t t0 = clock();
+        int bad = !c || replay(c, version, mode, name, ops, nops);
+        static const char* const mode_names[] = {"static", "dynamic", "heads"};
+        printf("%s %s (format %d, %s): %d blocks, %zu bytes, %.2f s\n", bad ? "MISMATCH" : "ok", name, version,
+               mode_names[mode], vb, vbytes, (double)(clock() - t0) / CLOCKS_PER_SEC);
         failed += bad;
         nblocks += vb;
         nbytes += vbytes;

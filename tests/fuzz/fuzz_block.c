@@ -1,11 +1,12 @@
 /* fuzz_block.c: fuzz target of the C block decoders: the word model's (nlm_decode_block, codec/FORMAT.md
  * §3-§6) and the byte model's (nlm_bytecoder_decode, §9).
  *
- * Input: byte 0 bit 0 = adapt (dynamic evaluation), bit 1 = a byte-model block instead of a word-model
- * block, bit 2 with bit 0 = heads mode (format 12: the heads-only schedule, §6.5), bytes 1-2 = block size - 1 (little-endian, so 1 to 65,536 bytes: the format-3 limit of a
- * word-model block), the rest = the payload.  The codec is reset (the byte coder ends its run), then the
- * payload is decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and
- * never touch memory it does not own (built with ASan + UBSan).
+ * Input: byte 0 bit 0 = adapt (dynamic mode), bit 1 = a byte-model block instead of a word-model block,
+ * bit 2 with bit 0 = heads mode (only the heads adapt, §6.5), bytes 1-2 = block size - 1 (little-endian, so
+ * 1 to 65,536 bytes: the largest word-model block), the rest = the payload.  The codec is reset for the
+ * current format in its mode (nlm_codec_reset_for; the byte coder ends its run), then the payload is
+ * decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and never touch
+ * memory it does not own (built with ASan + UBSan).
  *
  * The model is a dump of a real one (tests/fuzz/run_fuzz.py writes the tiny model's as tiny.fuzzmodel:
  * i32 V D H C seg_len, f32 lr decay eps, then the parameter block, the 14 ms floats, u32 length + vocabulary
@@ -24,7 +25,7 @@
 
 #include "nlm.h"
 
-static NlmCodec* codecs[3]; /* static, dynamic, heads mode */
+static NlmCodec* codecs[3]; /* indexed by NLM_MODE_*: static, dynamic, heads */
 static NlmByteCoder* bytecoder;
 static uint8_t* dst;
 
@@ -87,9 +88,9 @@ static void load_model(void) {
         fprintf(stderr, "fuzz_block: nlm_model_new failed: %s\n", nlm_error_name(err));
         exit(2);
     }
-    for (int a = 0; a < 3; a++) { /* static, dynamic, heads mode */
-        codecs[a] = nlm_codec_new(model, a > 0, &err);
-        if (!codecs[a] || (a == 2 && nlm_codec_set_schedule(codecs[a], 0, 0, 0) < 0)) {
+    for (int mode = NLM_MODE_STATIC; mode <= NLM_MODE_HEADS; mode++) {
+        codecs[mode] = nlm_codec_new(model, mode != NLM_MODE_STATIC, &err);
+        if (!codecs[mode]) {
             fprintf(stderr, "fuzz_block: nlm_codec_new failed: %s\n", nlm_error_name(err));
             exit(2);
         }
@@ -106,10 +107,11 @@ static void load_model(void) {
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!codecs[0]) load_model();
     if (size < 3) return 0;
-    NlmCodec* c = codecs[(data[0] & 1) ? 1 + ((data[0] >> 2) & 1) : 0];
+    int mode = (data[0] & 1) ? ((data[0] >> 2) & 1 ? NLM_MODE_HEADS : NLM_MODE_DYNAMIC) : NLM_MODE_STATIC;
+    NlmCodec* c = codecs[mode];
     int byte_model = (data[0] >> 1) & 1;
     size_t dst_len = (size_t)(data[1] | (data[2] << 8)) + 1;
-    if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset(c)) < 0) abort();
+    if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset_for(c, NLM_FORMAT_VERSION, mode)) < 0) abort();
     /* the payload is copied to a buffer of its exact size, so ASan sees any read past its end */
     size_t n = size - 3;
     uint8_t* src = malloc(n ? n : 1);

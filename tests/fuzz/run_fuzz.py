@@ -1,5 +1,6 @@
-"""Fuzzing driver (issue 12): seed corpora from codec/vectors, the sanitizer builds of the C target, runs
-of every target, and one summary table (target, engine, executions, coverage, findings).
+"""Fuzzing driver (issue 12): seed corpora from the golden vectors (codec/vectors, read through its
+vectorset.py), the sanitizer builds of the C target, runs of every target, and one summary table (target,
+engine, executions, coverage, findings).
 
     python tests/fuzz/run_fuzz.py [--time S] [--runs N] [--targets a,b] [--workdir DIR]
 
@@ -7,8 +8,8 @@ of every target, and one summary table (target, engine, executions, coverage, fi
 (the long run: 10^6).  Targets: the Python ones of tests/fuzz/fuzz_py.py (atheris) and the C block
 decoder tests/fuzz/fuzz_block.c, built twice with ASan + UBSan: clang + libFuzzer ("block-libfuzzer", when
 clang's fuzzer runtime is installed) and gcc with its standalone mutator ("block-gcc").  A finding (a
-crash-* file, or a sanitizer report) makes the exit status 1; turn it into a vector under
-codec/vectors/errors/ (make_vectors.py) once understood.
+crash-* file, or a sanitizer report) makes the exit status 1; turn it into an error vector of the current
+format (codec/vectors/v<N>/errors/, make_vectors.py) once understood.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-VEC = ROOT / "codec" / "vectors"
+sys.path.insert(0, str(ROOT / "codec" / "vectors"))
+import vectorset as VS  # noqa: E402  (the golden vectors' layout)
 # the test models (tiny, ...) are found through the model search path, here and in the fuzzing children
 os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(
     [str(HERE.parent / "models")] + [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep) if d])
@@ -40,8 +42,8 @@ CLANG_EXTRA: list = []
 # dimensions the model fixes, never input bytes, and their tracing calls took 78% of the time in a perf
 # profile (45 executions a second; 166 without them).  The byte model compares its own statistics and the
 # bits the range decoder gives it, which no input byte reaches without the arithmetic decoder in between
-# (tracing it cannot teach the mutator a value), and its tracing was 45% of a profile at format 7 (62
-# executions a second).  The decoders' own parsing (codec, coder, speller) keeps its tracing.
+# (tracing it cannot teach the mutator a value), and its tracing was 45% of a profile (62 executions
+# a second).  The decoders' own parsing (codec, coder, speller) keeps its tracing.
 NO_TRACE_CMP_DIRS = ("kernels", "bytemodel")
 NO_TRACE_CMP = ["-fsanitize=fuzzer-no-link", "-fno-sanitize-coverage=trace-cmp"]
 # Input sizes: frames of up to 600 bytes (the small golden frames whole, the big ones cut, which the
@@ -57,18 +59,17 @@ CFLAGS = build_flags.STD + build_flags.DETERMINISM + ["-I", str(ROOT / "csrc")]
 # ---------------------------------------------------------------------------------------------- seeds
 def _frames():
     """(name, bytes) of every golden frame (ok, errors, retired) that needs none of the default models
-    (default-1, default-2, ...: each would cost a second of decoding per execution)."""
+    (default-2, ...: each would cost a second of decoding per execution)."""
     import nlmcodec
-
     from nlmcodec import _registry
 
     files = _registry.model_files()
     big = [nlmcodec.load_model(n).model_id for n in files if _registry.default_generation(n) is not None]
-    for sub in ("ok", "errors", "retired"):
-        for p in sorted((VEC / sub).glob("*.nlm")):
-            b = p.read_bytes()
+    for kind, vectors in (("ok", VS.ok_vectors()), ("errors", VS.error_vectors())):
+        for v in vectors:
+            b = v.frame()
             if not any(i in b for i in big):
-                yield f"{sub}-{p.stem}", b
+                yield f"{kind}-{v.key.replace('/', '-')}", b
 
 
 def _block_seeds():
@@ -78,19 +79,17 @@ def _block_seeds():
     from nlmcodec import _frame as F
 
     for name, b in _frames():
-        try:
-            info = nlmcodec.get_frame_info(b)
-        except nlmcodec.NLMError:
+        try:                                 # frames this build reads (the retired ones raise)
+            adapt, _check, _model_id, pos = F.parse_header(b)
+            blk = F.parse_block_header(b, pos, 0)
+        except (nlmcodec.NLMError, F.Incomplete):
             continue
-        if info.format_version == 1 or not info.blocks or info.blocks[0].kind not in ("model", "byte"):
+        if blk is None or blk[0] not in (F.BLOCK_MODEL, F.BLOCK_BYTE):
             continue
-        blk = info.blocks[0]
-        kind = F.BLOCK_MODEL if blk.kind == "model" else F.BLOCK_BYTE
-        hdr = F.HEADER_SIZE_V2 + (F.MODEL_ID_SIZE if info.model_id else 0)
-        p = hdr + len(F.block_header(kind, True, blk.size, blk.compressed_size))
-        if blk.size <= 1 << 16:
-            flags = (1 if info.adapt else 0) | (2 if kind == F.BLOCK_BYTE else 0) | (4 if info.adapt == F.HEADS else 0)
-            yield name, bytes([flags]) + struct.pack("<H", blk.size - 1) + b[p:p + blk.compressed_size]
+        kind, _start, size, psize, p = blk
+        if size <= F.MAX_MODEL_BLOCK and p + psize <= len(b):
+            flags = (1 if adapt else 0) | (2 if kind == F.BLOCK_BYTE else 0) | (4 if adapt == F.HEADS else 0)
+            yield name, bytes([flags]) + struct.pack("<H", size - 1) + b[p:p + psize]
 
 
 def write_seeds(work: Path) -> dict:
