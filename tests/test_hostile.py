@@ -211,3 +211,91 @@ def test_same_frame_compares_lzma_blocks_by_decoding():
     c = F.header(True, F.CHECK_CRC32, None) + b[F.HEADER_SIZE:]       # the adapt flag differs
     assert not F.same_frame(a, c)
     assert not F.same_frame(a, a[:-1])
+
+
+ZEROS_CHILD = r"""
+import json, resource, sys, time, zlib
+import nlmcodec
+from nlmcodec import _frame as F
+
+n, k = 64 << 20, 16                               # one group of 16 lzma blocks of 64 MiB of zeros: 1 GiB
+payload = F.lzma_compress(bytes(n), 9)
+crc = 0
+for _ in range(k):
+    crc = zlib.crc32(bytes(n), crc)
+body = b"".join(F.block_header(F.BLOCK_LZMA, i == 0, n, len(payload)) + payload for i in range(k))
+frame = F.header(False, F.CHECK_CRC32, None) + body + F.trailer([(n * k, len(body))], n * k, F.CHECK_CRC32, crc)
+open(sys.argv[1], "wb").write(frame)
+del body, payload
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+c0 = time.process_time()
+d = nlmcodec.NLMDecompressor(threads=2)
+one = d.decompress(frame, max_length=1)
+time.sleep(3)                                     # what the workers do while nobody reads counts too
+cpu = time.process_time() - c0                    # every thread of the process
+extra = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+print(json.dumps({"frame": len(frame), "one": len(one), "cpu_s": cpu, "extra_mb": extra / 1024}))
+"""
+
+
+def test_threaded_decoding_of_a_huge_group_is_bounded(tmp_path):
+    """Issue 42's frame: one valid group of 16 lzma blocks of 64 MiB of zeros (1 GiB, a 160 KB frame).  With two
+    threads, decompress(max_length=1) returns its byte, and 3 s later the process has spent under 0.5 s of CPU
+    and 64 MB more RSS (the workers wait while GROUP_BUFFER bytes are unread), and `nlmcodec -t -T 2` tests the whole frame in under 300 MB."""
+    path = tmp_path / "zeros.nlm"
+    r = subprocess.run([sys.executable, "-c", ZEROS_CHILD, str(path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["one"] == 1 and res["cpu_s"] < 0.5 and res["extra_mb"] < 64, res
+    prog = ("import resource, subprocess, sys; r = subprocess.run([sys.executable, '-m', 'nlmcodec', '-t', '-T', '2', "
+            "sys.argv[1]]); print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", prog, str(path)], capture_output=True, text=True, timeout=600)
+    code, peak_kb = map(int, r.stdout.split())
+    assert code == 0 and peak_kb < 300 * 1024, (code, peak_kb, r.stderr)
+
+
+DAMAGED_CHILD = r"""
+import json, random
+import nlmcodec
+from nlmcodec import _registry
+
+text = open(__import__("sys").argv[1], "rb").read()
+frames = [nlmcodec.compress(text, adapt=a) for a in (False, True, "heads")]
+r = random.Random(42)
+def truncated(i):
+    f = frames[i % 3]
+    return f[:r.randrange(40, len(f) - 1)]
+def flipped(i):
+    f = frames[i % 3]
+    k = r.randrange(42, len(f) - 20)
+    return f[:k] + bytes([f[k] ^ (1 << r.randrange(8))]) + f[k + 1:]   # one bit flipped in a block
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2 ** 20
+fails, pooled, marks = 0, [], {}
+for i in range(1300):
+    try:
+        nlmcodec.decompress(truncated(i) if i < 300 or i % 2 else flipped(i))
+    except nlmcodec.NLMError:
+        fails += 1
+    pooled.append(sum(len(v) for v in _registry.codec_pool.values()))
+    if i in (29, 299, 599, 1299):
+        marks[i] = rss()
+print(json.dumps({"fails": fails, "max_pooled": max(pooled), "min_pooled_late": min(pooled[30:]),
+                  "truncated_growth_mb": marks[299] - marks[29], "mixed_growth_mb": marks[1299] - marks[599]}))
+"""
+
+
+def test_damaged_frames_give_their_codecs_back(tmp_path):
+    """Issue 42: a truncated frame kept its codec out of the pool, and every call built a new one (200 calls:
+    +1 GB RSS).  300 truncated frames of the default model in the three modes, then 1,000 truncated or bit-flipped
+    ones, each fail with NLMError; their codecs go back to the pool every time (one per mode from the first calls
+    on, never more than its bound); the RSS grows by at most 40 MB over the truncated calls after the first 30,
+    and over the last 700 calls (a codec that decoded a damaged block keeps the tables it grew, once)."""
+    src = tmp_path / "text.txt"
+    src.write_bytes(TEXT * 3)
+    r = subprocess.run([sys.executable, "-c", DAMAGED_CHILD, str(src)], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["fails"] == 1300, res
+    assert res["min_pooled_late"] >= 3 and res["max_pooled"] <= _registry.POOL_PER_KEY * _registry.POOL_KEYS, res
+    assert res["truncated_growth_mb"] <= 40 and res["mixed_growth_mb"] <= 40, res

@@ -1,9 +1,10 @@
 """The decoder: walks one frame (layout in _frame.py) and produces its bytes on demand,
 a block at a time (one thread) or a group per worker (several threads), checking everything on the way.
 
-Memory: the input it has not used, plus at most one block of output (one thread) or one group of output
-per thread.  The input buffer is consumed through an offset and compacted, so feeding it in small
-pieces costs linear time.
+Memory: the input it has not used, plus at most one block of output (one thread) or GROUP_BUFFER bytes of
+output per thread, whatever a group declares: a worker hands its group's output over in pieces and waits while
+GROUP_BUFFER bytes of it are unread.  The input buffer is consumed through an offset and compacted, so feeding
+it in small pieces costs linear time.
 
 Hostile input (docs/format.md §7.3): max_output bounds the output; a block whose declared size would
 cross it is refused before it is decoded (and, when the whole input is at hand, before anything is
@@ -19,6 +20,83 @@ from ._errors import NLMError
 from . import _frame as F
 
 READ_CHUNK = 1 << 20          # lzma blocks are decoded in pieces of at most this many bytes
+GROUP_BUFFER = 8 << 20        # decoded bytes a worker may hold ahead of the reader, per group in flight
+
+
+def _decode_block(codec, b: _Block) -> bytes:
+    """Output of block b; codec: the word model (word-model blocks) or the group's ByteCoder (byte-model
+    blocks)."""
+    if b.kind == F.BLOCK_STORED:
+        return b.payload
+    if b.kind == F.BLOCK_LZMA:
+        return F.lzma_decompress(b.payload, b.size, b.index)
+    what = "word-model" if b.kind == F.BLOCK_MODEL else "byte-model"
+    try:
+        data = codec.decode_block(b.payload, b.size)
+    except NLMError as e:
+        raise NLMError(f"corrupt {what} block {b.index}: {e}", code=e.code) from None
+    if len(data) != b.size:
+        raise NLMError(f"corrupt {what} block {b.index}: decodes to the wrong size")
+    if b.crc is not None and F.crc32(data) != b.crc:
+        raise NLMError(f"corrupt {what} block {b.index}: block CRC32 mismatch (damaged data" +
+                       (", or decoded with another model)" if b.kind == F.BLOCK_MODEL else ")"))
+    return data
+
+
+class _Cancelled(Exception):
+    """The reader went away (close): the worker stops decoding its group."""
+
+
+class _GroupOutput:
+    """The output of one group decoded on a worker thread, handed to the reader in pieces (a block, or at most
+    READ_CHUNK bytes of an lzma block).  The worker waits while GROUP_BUFFER bytes are unread, so a group that
+    declares a gigabyte costs GROUP_BUFFER of memory, and a reader that stops early stops the work."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._pieces = deque()
+        self._held = 0
+        self._done = False
+        self._error = None
+        self._cancelled = False
+
+    def put(self, piece: bytes) -> None:                      # worker
+        with self._cv:
+            while self._held >= GROUP_BUFFER and not self._cancelled:
+                self._cv.wait()
+            if self._cancelled:
+                raise _Cancelled
+            self._pieces.append(piece)
+            self._held += len(piece)
+            self._cv.notify_all()
+
+    def finish(self, error=None) -> None:                      # worker
+        with self._cv:
+            self._done, self._error = True, error
+            self._cv.notify_all()
+
+    def cancel(self) -> None:                                  # reader
+        with self._cv:
+            self._cancelled = True
+            self._pieces.clear()
+            self._cv.notify_all()
+
+    def get(self, wait: bool):                                 # reader
+        """The next piece; b"" when the group is finished; None when there is none yet and wait is False.
+        Raises the worker's error once its earlier pieces are read."""
+        with self._cv:
+            while not self._pieces and not self._done:
+                if not wait:
+                    return None
+                self._cv.wait()
+            if self._pieces:
+                piece = self._pieces.popleft()
+                self._held -= len(piece)
+                self._cv.notify_all()
+                return piece
+            if self._error is not None:
+                raise self._error
+            return b""
 
 
 def _new_byte_coder():
@@ -34,6 +112,86 @@ class _Block:
     def __init__(self, kind, start, size, payload, index, crc=None):
         self.kind, self.start, self.size, self.payload, self.index = kind, start, size, payload, index
         self.crc = crc                # model blocks: CRC32 of the output, else None
+
+
+class _CodecShelf:
+    """The word-model codecs of one frame's decode, shared by its workers (a worker holds the shelf, not the
+    decoder, so a decoder its user dropped is collected, and closed, while a worker still runs)."""
+
+    def __init__(self, get_codec):
+        self._get_codec = get_codec
+        self._lock = threading.Lock()
+        self._codecs = []
+
+    def take(self, model_id, adapt):
+        with self._lock:
+            if self._codecs:
+                return self._codecs.pop()
+        return self._get_codec(model_id, adapt)
+
+    def give(self, codec) -> None:
+        with self._lock:
+            self._codecs.append(codec)
+
+    def empty(self) -> list:
+        with self._lock:
+            codecs, self._codecs = self._codecs, []
+        return codecs
+
+
+def _run_group(shelf, model_id, adapt, version, blocks, out: _GroupOutput) -> None:
+    """Worker: decode one group into out, a block (or an lzma piece) at a time."""
+    codec = bcoder = None
+    try:
+        for b in blocks:
+            if b.kind == F.BLOCK_LZMA:
+                lz = F.LzmaBlockReader(b.payload, b.size, b.index)
+                while not lz.done:
+                    out.put(lz.read(READ_CHUNK))
+                continue
+            if b.kind == F.BLOCK_MODEL and codec is None:
+                codec = shelf.take(model_id, adapt)
+                codec.reset(version)
+            if b.kind == F.BLOCK_BYTE and bcoder is None:
+                bcoder = _new_byte_coder()
+            out.put(_decode_block(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
+        out.finish()
+    except _Cancelled:
+        out.finish()
+    except BaseException as e:         # handed to the reader, raised where the group's output stops
+        out.finish(e)
+    finally:
+        if codec is not None:
+            shelf.give(codec)
+
+
+class _Workers:
+    """Daemon threads that run the groups of one decode: a worker waiting for its reader never holds up the
+    interpreter's exit (a ThreadPoolExecutor's threads are joined at exit)."""
+
+    def __init__(self, n: int):
+        import queue
+
+        self._jobs = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"nlmcodec-d{i}", daemon=True) for i in range(n)]
+        for t in self._threads:
+            t.start()
+
+    def _work(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args = job
+            fn(*args)
+            del job, fn, args
+
+    def submit(self, fn, *args) -> None:
+        self._jobs.put((fn, args))
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
 
 
 class FrameDecoder:
@@ -64,8 +222,7 @@ class FrameDecoder:
         self._out_size = 0
         self._codec = None
         self._bcoder = None           # byte model of the group being decoded (one thread)
-        self._codecs = []
-        self._lock = threading.Lock()
+        self._shelf = _CodecShelf(get_codec)
         self._reset = True
         self._nblock = 0
         self._groups = []             # [size, coded bytes] of the groups seen
@@ -106,20 +263,20 @@ class FrameDecoder:
 
     # ------------------------------------------------------------------------------------------ codecs
     def _take_codec(self):
-        with self._lock:
-            if self._codecs:
-                return self._codecs.pop()
-        return self._get_codec(self.model_id, self.adapt)
+        return self._shelf.take(self.model_id, self.adapt)
 
-    def _give_codec(self, c):
-        with self._lock:
-            self._codecs.append(c)
+    def __del__(self):               # a decoder its user dropped: stop its workers, return its codecs
+        if hasattr(self, "_shelf"):
+            self.close()
 
     def close(self) -> None:
+        for out in self._inflight:
+            out.cancel()
+        self._inflight.clear()
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.stop()
             self._pool = None
-        codecs, self._codecs = self._codecs, []
+        codecs = self._shelf.empty()
         if self._codec is not None:
             codecs.append(self._codec)
             self._codec = None
@@ -136,6 +293,7 @@ class FrameDecoder:
             out = self._step(complete)
         except F.Incomplete:
             if complete:
+                self.close()          # the codecs go back to the pool on this error path too
                 raise NLMError(self._truncated_message()) from None
             return None
         except BaseException:
@@ -192,23 +350,7 @@ class FrameDecoder:
                            f"max_output={self._max_output}")
 
     def _decode(self, codec, b: _Block) -> bytes:
-        """Output of block b; codec: the word model (word-model blocks) or the group's ByteCoder (byte-model
-        blocks)."""
-        if b.kind == F.BLOCK_STORED:
-            return b.payload
-        if b.kind == F.BLOCK_LZMA:
-            return F.lzma_decompress(b.payload, b.size, b.index)
-        what = "word-model" if b.kind == F.BLOCK_MODEL else "byte-model"
-        try:
-            data = codec.decode_block(b.payload, b.size)
-        except NLMError as e:
-            raise NLMError(f"corrupt {what} block {b.index}: {e}", code=e.code) from None
-        if len(data) != b.size:
-            raise NLMError(f"corrupt {what} block {b.index}: decodes to the wrong size")
-        if b.crc is not None and F.crc32(data) != b.crc:
-            raise NLMError(f"corrupt {what} block {b.index}: block CRC32 mismatch (damaged data" +
-                           (", or decoded with another model)" if b.kind == F.BLOCK_MODEL else ")"))
-        return data
+        return _decode_block(codec, b)
 
     def _byte_coder(self):
         if self._bcoder is None:
@@ -275,53 +417,42 @@ class FrameDecoder:
             return self._decode(self._byte_coder(), b)
         return self._decode(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
 
-    def _run_group(self, blocks):
-        codec = bcoder = None
-        try:
-            out = []
-            for b in blocks:
-                if b.kind == F.BLOCK_MODEL and codec is None:
-                    codec = self._take_codec()
-                    codec.reset(self.version)
-                if b.kind == F.BLOCK_BYTE and bcoder is None:
-                    bcoder = _new_byte_coder()
-                out.append(self._decode(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
-            return b"".join(out)
-        finally:
-            if codec is not None:
-                self._give_codec(codec)
-
     def _next_threaded(self, complete):
-        """Gather whole groups, decode up to `threads` of them at once, return their output in order."""
-        while not self._ended and len(self._inflight) < self._threads:
-            try:
-                b = self._parse_block()
-            except F.Incomplete:
-                break
-            if b is None:
-                self._ended = True
-            if (b is None or b.start) and self._group:
-                self._submit(self._group)
-                self._group = None
-            if b is not None:
-                self._group = (self._group or []) + [b]
-        if not self._inflight:
-            if self._ended:
-                self._stage = "trailer"
-                return None
-            raise F.Incomplete
-        head = self._inflight[0]
-        if not head.done() and not self._ended and not complete and len(self._inflight) < self._threads:
-            raise F.Incomplete        # the input ends inside a group: more input first; the workers go on
-        self._inflight.popleft()
-        return head.result()
+        """Gather whole groups, decode up to `threads` of them at once, return their output in order, in pieces
+        (_GroupOutput)."""
+        while True:
+            while not self._ended and len(self._inflight) < self._threads:
+                try:
+                    b = self._parse_block()
+                except F.Incomplete:
+                    break
+                if b is None:
+                    self._ended = True
+                if (b is None or b.start) and self._group:
+                    self._submit(self._group)
+                    self._group = None
+                if b is not None:
+                    self._group = (self._group or []) + [b]
+            if not self._inflight:
+                if self._ended:
+                    self._stage = "trailer"
+                    return None
+                raise F.Incomplete
+            # wait for the first group's output only when more input could not start another group
+            wait = complete or self._ended or len(self._inflight) >= self._threads
+            piece = self._inflight[0].get(wait)
+            if piece is None:
+                raise F.Incomplete    # the input ends inside a group: more input first; the workers go on
+            if piece:
+                return piece
+            self._inflight.popleft()  # the first group is finished: on to the next
 
     def _submit(self, blocks):
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor   # only when threads > 1
-
-            self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec-d")
-        self._inflight.append(self._pool.submit(self._run_group, blocks))
+            self._pool = _Workers(self._threads)
+        out = _GroupOutput()
+        self._inflight.append(out)
+        self._pool.submit(_run_group, self._shelf, self.model_id, self.adapt, self.version, blocks, out)
 
     def _parse_trailer(self):
         groups, total, content, n = F.parse_trailer(self._rest(), 0, self.check)
