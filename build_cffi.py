@@ -54,12 +54,13 @@ def cdef_from_headers(csrc: str = os.path.join(os.path.dirname(os.path.abspath(_
 
 
 CDEF = cdef_from_headers()
+PREAMBLE = "".join(f'#include "{h}"\n' for h in HEADERS)   # the C side of the same declarations
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "nlmcodec._nlm_cffi",
-    '#include "nlm.h"\n#include "nlm_lab.h"',
+    PREAMBLE,
     sources=CORE_SOURCES,
     include_dirs=INCLUDE_DIRS,
     extra_compile_args=EXTRA_COMPILE_ARGS,

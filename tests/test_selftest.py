@@ -81,7 +81,7 @@ def test_python_raises_nlmerror_naming_selftest(tmp_path, tiny_model_path):
 
     ffi = FFI()
     ffi.cdef(build_cffi.CDEF)
-    ffi.set_source("nlmcodec._nlm_cffi", '#include "nlm.h"', sources=cbuild.build_flags.core_sources(),
+    ffi.set_source("nlmcodec._nlm_cffi", build_cffi.PREAMBLE, sources=cbuild.build_flags.core_sources(),
                    include_dirs=[str(cbuild.CSRC)], extra_compile_args=build_cffi.EXTRA_COMPILE_ARGS + [PERTURB],
                    define_macros=build_cffi.DEFINE_MACROS)
     so = ffi.compile(tmpdir=str(tmp_path))
