@@ -3,7 +3,7 @@ subclass) and nothing else, never crash, hang or allocate without bound.
 
     python tests/fuzz/fuzz_py.py TARGET [--seeds-only] [libFuzzer flags, e.g. -runs=N -max_total_time=S] CORPUS_DIR
 
-Targets (seed corpora come from codec/vectors, written by tests/fuzz/seeds.py):
+Targets (seed corpora come from codec/vectors, through codec/vectors/vectorset.py; tests/fuzz/run_fuzz.py writes them):
 
 * ``decompress``       nlmcodec.decompress(data): no model given; frames without a model id, and frames
                        naming the bundled tiny model (found by id), decode
