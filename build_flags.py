@@ -1,7 +1,7 @@
 """build_flags.py: the one definition of how the C core is compiled (sources, include dirs, flags).
 
 Imported by setup.py and build_cffi.py (the two bindings) and, through tests/c/cbuild.py, by every test
-that compiles C.  The determinism contract (DESIGN.md §3, codec/FORMAT.md §2) lives here and in
+that compiles C.  The determinism contract (DESIGN.md §3, docs/format.md §2) lives here and in
 csrc/common/fpenv.h: ISO C11 (``-std=gnu11`` is GCC's contracting dialect), ``-ffp-contract=off``, no
 fast-math, no ``-march``; SIMD paths are chosen at run time inside the core.  fpenv.h also turns
 contraction off by pragma, so a build that forgets the flag still emits no fused multiply-add

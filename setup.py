@@ -1,6 +1,6 @@
 """Build nlmcodec: one C core (csrc/), two bindings (Cython extension, cffi API-mode module).
 
-The determinism contract (codec/FORMAT.md, section "Arithmetic") is enforced by build_flags.py, the one
+The determinism contract (docs/format.md, section "Arithmetic") is enforced by build_flags.py, the one
 build definition of the C core: -std=c11, -ffp-contract=off, no fast-math, no -march (SIMD paths are
 chosen at run time inside the core).  NLMCODEC_NO_SIMD=1 builds the scalar-only core.
 """

@@ -253,7 +253,7 @@ def test_max_length_holds_one_block(tiny_model):
 
 
 def test_heads_mode_is_its_own_coding(tiny_model):
-    """adapt="heads" (format 12, FORMAT.md §6.5): a frame of its own (flag 0x10), smaller than static and not
+    """adapt="heads" (format 12, docs/format.md §6.5): a frame of its own (flag 0x10), smaller than static and not
     the dynamic frame, decoded without options; the mode's other spellings; bad values are refused."""
     from nlmcodec import _frame
 

@@ -1,4 +1,4 @@
-"""How a word-model block ends from format 7 (codec/FORMAT.md §3.2 step 6, §3.5), through the real codec.
+"""How a word-model block ends from format 7 (docs/format.md §3.2 step 6, §3.5), through the real codec.
 
 * A block's <end> no longer advances the network, so cutting a text into two blocks of one group costs a
   few bytes wherever the cut falls; format 6 paid 86 at this test's cut of alice29, static (exact sizes).

@@ -1,4 +1,4 @@
-"""The body mixer (csrc/codec/bodymix.c, codec/FORMAT.md §5.1.1, format 9), through the real codec.
+"""The body mixer (csrc/codec/bodymix.c, docs/format.md §5.1.1, format 9), through the real codec.
 
 * Unknown names that recur after the same words (a new order each time, so the match flag rarely has them)
   cost less with the mixer (cache level 2) than with the cache's PPM-C counts alone (level 1): exact sizes,

@@ -1,4 +1,4 @@
-"""The byte model (csrc/bytemodel/cm.c, codec/FORMAT.md §9) and its frame blocks (kind 3, format 4).
+"""The byte model (csrc/bytemodel/cm.c, docs/format.md §9) and its frame blocks (kind 3, format 4).
 
 * C: tests/c/cm_driver.c built as the scalar -O0 reference and as the optimised build, with gcc and (when
   present) clang: every build codes the same inputs to the same payloads (size and FNV-1a hash), and each
@@ -214,7 +214,7 @@ def test_block_that_would_expand_is_stored_and_a_new_run_starts():
 
 
 def test_memory_of_a_run():
-    """What FORMAT.md §9.1 and the README state: a run of the largest size class owns 86.3 MiB (64 MiB of
+    """What docs/format.md §9.1 and the README state: a run of the largest size class owns 86.3 MiB (64 MiB of
     slots, 8 MiB history, 8 MiB match table and its 2 MiB of check bytes, 4.3 MB of APMs), a small one under 5 MB."""
     big, small = ByteCoder(), ByteCoder()
     big.encode_block(b"x" * 100, 1 << 23)

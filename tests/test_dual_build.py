@@ -1,4 +1,4 @@
-"""Determinism contract (codec/FORMAT.md §2): the scalar -O0 core and the optimised SIMD core code
+"""Determinism contract (docs/format.md §2): the scalar -O0 core and the optimised SIMD core code
 identical bytes, whichever compiler built them.  Builds the whole C core with gcc (scalar -O0, -O2, -O3)
 and with clang (-O2, and scalar -O0) around tests/c/codec_driver.c (a random model, two blocks, static and
 dynamic) and compares the payloads over more than 10,000 tokens."""

@@ -188,7 +188,7 @@ def test_frozen_dynamic_context_codes_as_static(tiny_model, schedule):
     """The probe's estimate: a dynamic context set frozen codes a block with its weights unchanged (no update),
     and after restore() and unfreezing it codes as a fresh dynamic context again.  Frozen, format 11's schedule
     codes exactly as a static context with the float forward of formats 1-10 (format 11's static contexts take
-    their products from int8 weights, FORMAT.md §2.6, which its dynamic contexts never do); format 12's (§6.5)
+    their products from int8 weights, docs/format.md §2.6, which its dynamic contexts never do); format 12's (§6.5)
     takes the transition's products from int8 weights as static contexts do and keeps the heads float, so it
     codes as neither, and its heads' float products are what separates it from the int8 static context."""
     from nlmcodec import _core

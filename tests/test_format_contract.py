@@ -1,4 +1,4 @@
-"""The format is the code, written down (codec/FORMAT.md; issue 12): no build switch may change the bytes
+"""The format is the code, written down (docs/format.md; issue 12): no build switch may change the bytes
 of a stream, and the format text and the C comments name only files and functions that exist.
 
 * Every preprocessor conditional in csrc/ tests only the identifiers of ALLOWED (platform and compiler
@@ -7,7 +7,7 @@ of a stream, and the format text and the C comments name only files and function
   the same input and model give other bytes under another build; it must be a model or format parameter.
 * The switches removed for that reason (REMOVED) appear nowhere in the C sources, the C harnesses, the
   build scripts, the benchmarks or the CI scripts, and no build passes a -D macro outside ALLOWED.
-* Every path FORMAT.md names exists in the repository, every C function it names is defined in csrc/,
+* Every path docs/format.md names exists in the repository, every C function it names is defined in csrc/,
   and every `_module.function` it names is defined in python/nlmcodec; the same for the paths and files
   the comments of csrc/ name.
 No build, no model: these read files only.
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.one_lane   # no binding involved: the cffi lane skips i
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CSRC = ROOT / "csrc"
-FORMAT = ROOT / "codec" / "FORMAT.md"
+FORMAT = ROOT / "docs" / "format.md"
 
 # Identifiers a preprocessor conditional in csrc/ may test, each with why it cannot change the bytes.
 ALLOWED = {
@@ -140,22 +140,22 @@ def test_format_names_only_existing_paths():
     names = {p.name for p in files}
     missing = [m for m in PATH.findall(text) if not (ROOT / m.rstrip("/")).exists()]
     missing += [m for m in BARE.findall(text) if "/" not in m and m not in names]
-    assert PATH.findall(text), "FORMAT.md names no path: the pattern is broken"
-    assert not missing, "FORMAT.md names files that do not exist: " + ", ".join(sorted(set(missing)))
+    assert PATH.findall(text), "docs/format.md names no path: the pattern is broken"
+    assert not missing, "docs/format.md names files that do not exist: " + ", ".join(sorted(set(missing)))
 
 
 def test_format_names_only_existing_functions():
     text = format_text()
     code = " ".join(strip_c_comments(p.read_text(encoding="utf-8")) for p in c_files())
     named = set(C_FUNC.findall(text))
-    assert len(named) >= 5, "FORMAT.md names almost no C function: the pattern is broken"
+    assert len(named) >= 5, "docs/format.md names almost no C function: the pattern is broken"
     missing = sorted(n for n in named if not re.search(rf"\b{n}\b", code))
     pyref = {(m, f) for m, f in re.findall(r"`(_\w+)\.(\w+)`", text) if f not in ("py", "pyx", "c", "h", "md")}
     for mod, fn in pyref:
         src = ROOT / "python" / "nlmcodec" / f"{mod}.py"
         if not src.exists() or not re.search(rf"^\s*(def|class)\s+{fn}\b|^{fn}\s*=", src.read_text(encoding="utf-8"), re.M):
             missing.append(f"{mod}.{fn}")
-    assert not missing, "FORMAT.md names functions that do not exist: " + ", ".join(missing)
+    assert not missing, "docs/format.md names functions that do not exist: " + ", ".join(missing)
 
 
 @pytest.mark.parametrize("path", c_files(), ids=lambda p: p.relative_to(CSRC).as_posix())
@@ -197,7 +197,7 @@ def test_format_constants_match_the_code():
         v = 2 ** int(v.split("^")[1]) if "^" in v and v.startswith("2") else float(v)
         checked += 1
         if consts[name] != {v}:
-            wrong.append(f"FORMAT.md says {name} = {value}, csrc defines {sorted(consts[name])}")
+            wrong.append(f"docs/format.md says {name} = {value}, csrc defines {sorted(consts[name])}")
     assert checked >= 12, f"only {checked} constants found with their values: the patterns are broken"
     assert not wrong, "\n".join(wrong)
 
@@ -213,4 +213,4 @@ def test_the_checks_catch_a_reintroduced_switch(tmp_path):
     bad = disallowed(conditionals(csrc))
     assert any("SPELL_INC" in b for b in bad) and any("NLM_OLD_GAPS" in b for b in bad), bad
     assert not any("NLM_H" in b for b in bad), bad
-    assert c_constants(csrc)["SPELL_INC"] == {2}  # ≠ the 1 FORMAT.md states
+    assert c_constants(csrc)["SPELL_INC"] == {2}  # ≠ the 1 docs/format.md states

@@ -170,7 +170,7 @@ def test_math_bit_identical_and_accurate(exes, tmp_path):
 
 
 def kern_log_reference(x):
-    """kern_log as kern.h and FORMAT.md §2.5 define it, one float32 operation at a time (numpy)."""
+    """kern_log as kern.h and docs/format.md §2.5 define it, one float32 operation at a time (numpy)."""
     f = np.float32
     x = np.asarray(x, np.float32)
     out = np.full(x.shape, f(-104.0), np.float32)
@@ -195,7 +195,7 @@ def kern_log_reference(x):
 
 
 def test_log_bit_identical_accurate_and_as_specified(exes, tmp_path):
-    """kern_log (the Kneser-Ney mixture's log, FORMAT.md §2.5): the same bits in every build, the bits of
+    """kern_log (the Kneser-Ney mixture's log, docs/format.md §2.5): the same bits in every build, the bits of
     the specification's step-by-step float32 formula, within 3e-7 of ln x; NaN, zero, negatives and
     subnormals give -104, +inf is read as the largest float."""
     rng = np.random.default_rng(5)
@@ -260,7 +260,7 @@ def test_quantiser_and_glue_kernels_bit_identical(exes, tmp_path, kind, n):
     u = np.where(e >= 1, 2.0 ** 40, np.floor(e.astype(np.float64) * 2.0 ** 40)).astype(np.uint64)
     assert S == int(u.sum(dtype=np.uint64))
     assert freqs[0] == freqs[1:].sum() and freqs[1:].min() >= 1 and freqs[0] <= 1 << 30
-    # quant_freqs (codec/FORMAT.md §4) in Python integers, from the kernel's e_i
+    # quant_freqs (docs/format.md §4) in Python integers, from the kernel's e_i
     if S >= 1 << 39:
         M = ((1 << 30) - n << 64) // S
         want_f = [1 + ((int(v) * M) >> 64) for v in u]

@@ -1,4 +1,4 @@
-"""The Kneser-Ney expert (python/nlmcodec/kn.py, csrc/model/kn.c, FORMAT.md §2.5): the estimator gives
+"""The Kneser-Ney expert (python/nlmcodec/kn.py, csrc/model/kn.c, docs/format.md §2.5): the estimator gives
 distributions, the model file carries the section, the C core rejects a malformed one with a clear error,
 the mixture codes losslessly in both modes and pays on text, λ = 1 is the network alone, and the Kneser-Ney
 model type (λ = 0 over a bias-only network) is built by the command and codes."""
@@ -22,7 +22,7 @@ ENGLISH = (b"It was the best of times, it was the worst of times, it was the age
 
 
 def parse(sec: bytes, V: int) -> dict:
-    """The section's arrays (MODEL_FORMAT.md field 13a), for the checks below."""
+    """The section's arrays (docs/model_format.md field 13a), for the checks below."""
     lam, m3, n2, n3 = struct.unpack_from("<fIII", sec)
     o = 16
     def take(dt, n):

@@ -1,4 +1,4 @@
-"""Lexer (csrc/lexer/lex.c, codec/FORMAT.md §1): total and lossless on every byte string."""
+"""Lexer (csrc/lexer/lex.c, docs/format.md §1): total and lossless on every byte string."""
 import lzma
 import os
 import pathlib

@@ -6,7 +6,7 @@ tests/c/lm_harness.c, for every model type:
 * the forward agrees with a float64 numpy forward and with python/nlmcodec/reference.py's loss;
 * the analytic segment gradient agrees with reference.forward_backward (float64), with central finite
   differences of the float64 loss and with its complex-step derivatives (no cancellation: ~1e-12);
-* the update is exactly (bit for bit, float32) the rule of FORMAT.md §6 with lazy decay, applied to the C
+* the update is exactly (bit for bit, float32) the rule of docs/format.md §6 with lazy decay, applied to the C
   gradient.
 """
 from __future__ import annotations
@@ -203,10 +203,10 @@ def np_forward(s, params, h0, toks):
         a = p["Wx"] @ x + p["Wh"] @ (cell if s.arch == "nplm" else h) + p["bh"]
         if s.arch == "elman":
             h = np.tanh(a)
-        elif s.arch == "nplm":   # the older inputs, newest first (FORMAT.md §2.4)
+        elif s.arch == "nplm":   # the older inputs, newest first (docs/format.md §2.4)
             h = np.tanh(a)
             cell = np.concatenate([x, cell[:-s.D]])
-        else:   # gates i, f, g, o (FORMAT.md §2.4)
+        else:   # gates i, f, g, o (docs/format.md §2.4)
             cell = sigmoid(a[H:2 * H]) * cell + sigmoid(a[:H]) * np.tanh(a[2 * H:3 * H])
             h = sigmoid(a[3 * H:]) * np.tanh(cell)
         out.append((zc, zw, zk, zg, np.concatenate([h, cell])))

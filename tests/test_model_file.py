@@ -132,7 +132,7 @@ def test_bundled_manifest_ids_match_the_files():
 
 def test_loaded_model_reads_the_file_in_place():
     """A bundled binary16 model is mapped, not converted: the native model owns ~1 MB of tables, not the
-    20 MB block, plus format 11's int8 word head (V×H bytes, FORMAT.md §2.6: reserved at load, its pages
+    20 MB block, plus format 11's int8 word head (V×H bytes, docs/format.md §2.6: reserved at load, its pages
     written a class at a time by the static streams that use the class), and the weights are never turned
     into a numpy array unless asked for."""
     import nlmcodec

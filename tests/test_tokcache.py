@@ -1,4 +1,4 @@
-"""The token cache (csrc/codec/tokcache.c, codec/FORMAT.md §3.6, format 8), through the real codec.
+"""The token cache (csrc/codec/tokcache.c, docs/format.md §3.6, format 8), through the real codec.
 
 * Text whose words recur after the same words (a small vocabulary of phrases in a new order each time, so
   the match flag finds few long matches) costs less with the cache than without it (exact sizes), and its

@@ -1,4 +1,4 @@
-"""The token match flag (csrc/codec/tokmatch.c, codec/FORMAT.md §3.4, formats 6 and 10), through the real codec.
+"""The token match flag (csrc/codec/tokmatch.c, docs/format.md §3.4, formats 6 and 10), through the real codec.
 
 * A repeated passage costs far less the second time with the flag than without it (exact sizes), and the
   flag's statistics say why (predictions, hits).

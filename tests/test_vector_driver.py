@@ -155,7 +155,7 @@ def exported_kn(tmp_path_factory):
 
 @pytest.mark.parametrize("flavour", ["ref", "simd"], ids=["scalar-O0", "simd-O2"])
 def test_kneser_ney_vectors_replay_on_scalar_and_simd_builds(exported_kn, flavour):
-    """The Kneser-Ney mixture (FORMAT.md §2.5: kern_log, the expert's sums, the mixing) written by the
+    """The Kneser-Ney mixture (docs/format.md §2.5: kern_log, the expert's sums, the mixing) written by the
     optimised Python extension decodes and re-encodes byte for byte with the -O0 scalar build and the SIMD
     build of the C driver, in every mode."""
     exes, vec = exported_kn

@@ -52,7 +52,7 @@ def lex_tokens(data):
 
     Fields: off/len (body bytes, original case), gap_off/gap_len (whitespace before the body),
     kind (0 END, 1 WORD, 2 NUMBER, 3 SYMBOL), case (0 lower, 1 Capitalised, 2 UPPER, 3 verbatim),
-    gap (symbol 0..7, 7 = literal run).  See codec/FORMAT.md §1.
+    gap (symbol 0..7, 7 = literal run).  See docs/format.md §1.
     """
     import numpy as np
 
@@ -172,7 +172,7 @@ class Codec:
 
 
 class ByteCoder:
-    """The byte model (codec/FORMAT.md §9) of one run of byte-model blocks at a time.  Not thread-safe."""
+    """The byte model (docs/format.md §9) of one run of byte-model blocks at a time.  Not thread-safe."""
 
     def __init__(self):
         self._b = native.ByteCoder()

@@ -53,7 +53,7 @@ from . import _frame as F
 
 GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
 PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks are coded together up to this
-BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, codec/FORMAT.md §9.1)
+BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, docs/format.md §9.1)
 BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format's limit)
 STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
@@ -99,7 +99,7 @@ def _pieces(buf, limit: int):
 
 def _model_pieces(buf):
     """(start, length) of the blocks the word model is tried on: _pieces(buf, BLOCK_SIZE), each cut again
-    before the token that would take it over F.MAX_MODEL_TOKENS (codec/FORMAT.md §3.5).  English text has
+    before the token that would take it over F.MAX_MODEL_TOKENS (docs/format.md §3.5).  English text has
     about 14,000 tokens in 64 KiB, so this cuts only dense text (news, tables, code)."""
     from ._core import token_cut
 
@@ -559,7 +559,7 @@ class FrameEncoder:
 
 
 def max_compressed_size(n: int, group_size: int = GROUP_SIZE) -> int:
-    """Upper bound on the frame the encoder writes for an n-byte input (codec/FORMAT.md §7.5)."""
+    """Upper bound on the frame the encoder writes for an n-byte input (docs/format.md §7.5)."""
     groups = -(-n // (group_size - CUT_WINDOW + 1))
     blocks = groups + -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
     vi = lambda v: len(F.varint(v))

@@ -163,7 +163,7 @@ class Codec:
 
 
 class ByteCoder:
-    """One NlmByteCoder: the byte model of a run of byte-model blocks (codec/FORMAT.md §9)."""
+    """One NlmByteCoder: the byte model of a run of byte-model blocks (docs/format.md §9)."""
 
     def __init__(self):
         err = ffi.new("int*")

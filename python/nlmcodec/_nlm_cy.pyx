@@ -273,7 +273,7 @@ cdef class Codec:
 
 
 cdef class ByteCoder:
-    """One NlmByteCoder: the byte model of a run of byte-model blocks (codec/FORMAT.md §9)."""
+    """One NlmByteCoder: the byte model of a run of byte-model blocks (docs/format.md §9)."""
     cdef NlmByteCoder* b
     cdef public int err
 

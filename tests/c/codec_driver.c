@@ -1,7 +1,7 @@
 /* codec_driver.c: encode text with a random model through the public nlm.h API and print the payload.
  *
  * Used by tests/test_dual_build.py: the same driver is built against the scalar -O0 core (NLM_NO_SIMD)
- * and against the optimised dispatching core; the payloads must be byte-identical (codec/FORMAT.md §2:
+ * and against the optimised dispatching core; the payloads must be byte-identical (docs/format.md §2:
  * the canonical arithmetic does not depend on the build).  It also decodes its own payload and checks
  * the round trip.  Every codec is configured for the current format in MODE with nlm_codec_reset_for.
  * Usage: codec_driver MODE SEED < text > payload   (MODE: 0 static, 1 dynamic, 2 heads; NLM_MODE_*)

@@ -65,7 +65,7 @@ static uint8_t* read_file(const char* path, size_t* n) {
     return b;
 }
 
-/* ---- model file (codec/MODEL_FORMAT.md, versions 1 and 2) -> codec ---- */
+/* ---- model file (docs/model_format.md, versions 1 and 2) -> codec ---- */
 /* Read the .nlmm at path (all fields little-endian) and create a codec in mode adapt.  NULL on failure
  * (the reason on stderr).  Validation is the core's (nlm_model_new) plus bounds. */
 static NlmCodec* load_model(const char* path, int adapt) {

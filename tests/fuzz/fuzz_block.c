@@ -1,4 +1,4 @@
-/* fuzz_block.c: fuzz target of the C block decoders: the word model's (nlm_decode_block, codec/FORMAT.md
+/* fuzz_block.c: fuzz target of the C block decoders: the word model's (nlm_decode_block, docs/format.md
  * §3-§6) and the byte model's (nlm_bytecoder_decode, §9).
  *
  * Input: byte 0 bit 0 = adapt (dynamic mode), bit 1 = a byte-model block instead of a word-model block,

@@ -110,7 +110,7 @@ def write_seeds(work: Path) -> dict:
 
 
 def _kn_seed_model() -> bytes:
-    """The tiny model with a small Kneser-Ney section (MODEL_FORMAT.md 13a: counts of a few thousand tokens
+    """The tiny model with a small Kneser-Ney section (docs/model_format.md 13a: counts of a few thousand tokens
     of the ENGLISH-like text below), so load_model's corpus starts with a valid section to mutate."""
     import numpy as np
 
