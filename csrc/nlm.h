@@ -7,7 +7,7 @@
  * table, the checksums and the choice between word-model, byte-model, lzma and stored blocks.
  *
  * Both bindings (Cython python/nlmcodec/_nlm_cy.pyx, cffi build_cffi.py) wrap exactly these functions.
- * Format: codec/FORMAT.md.  Module layout and dependency rule: csrc/README.md.
+ * Format: docs/format.md.  Module layout and dependency rule: csrc/README.md.
  *
  * Errors: functions returning int / int64_t return a negative NLM_ERR_* code on failure (see
  * nlm_error_name); the library never prints, never exits, never aborts on bad input.
@@ -49,7 +49,7 @@ const char* nlm_error_name(int code);
  * compute the format's arithmetic.  Runs once per process (thread-safe); nlm_codec_new calls it. */
 int nlm_selftest(void);
 
-/* ---- lexer (codec/FORMAT.md §1) ---- */
+/* ---- lexer (docs/format.md §1) ---- */
 /* One token.  Body bytes are src[off, off+len) in their original case; the gap bytes (whitespace before
  * the body) are src[gap_off, gap_off+gap_len).  kind: 0 END, 1 WORD, 2 NUMBER, 3 SYMBOL. */
 typedef struct {
@@ -81,7 +81,7 @@ typedef struct {
     float lr;           /* dynamic evaluation step size */
     float decay;        /* decay toward the trained weights per update */
     float eps;          /* RMS normaliser floor */
-    int32_t arch;       /* model type (codec/FORMAT.md §2.4): bits 0-7 NLM_ARCH_*, bits 8-15 its parameter
+    int32_t arch;       /* model type (docs/format.md §2.4): bits 0-7 NLM_ARCH_*, bits 8-15 its parameter
                            (NLM_ARCH_NPLM: the context, the number of previous tokens; 0 for the others) */
 } NlmConfig;
 
@@ -89,7 +89,7 @@ typedef struct {
 #define NLM_ARCH_LSTM 1
 #define NLM_ARCH_NPLM 2
 
-/* Number of floats in the parameter block of codec/FORMAT.md §2 (0 for an invalid configuration). */
+/* Number of floats in the parameter block of docs/format.md §2 (0 for an invalid configuration). */
 size_t nlm_param_count(const NlmConfig* cfg);
 
 /* ---- the model: immutable, shared by every codec context, stream and thread ---- */
@@ -97,7 +97,7 @@ typedef struct NlmModel NlmModel;
 #define NLM_PARAM_F32 0 /* parameter block stored as IEEE binary32 */
 #define NLM_PARAM_F16 1 /* parameter block stored as IEEE binary16 */
 
-/* Build a model from the pieces of a model file (codec/MODEL_FORMAT.md), all little-endian as stored:
+/* Build a model from the pieces of a model file (docs/model_format.md), all little-endian as stored:
  *  params:        nlm_param_count(cfg) values of type dtype (NLM_PARAM_*).  Not copied when suitably aligned
  *                 on a little-endian host: the caller keeps these bytes alive and unchanged until
  *                 nlm_model_free (a mapped file is the intended use); otherwise copied.
@@ -113,7 +113,7 @@ typedef struct NlmModel NlmModel;
 NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, const uint8_t* ms,
                         const uint8_t* vocab_blob, size_t vocab_blob_len, const uint8_t* class_start,
                         const uint8_t* speller_prime, size_t speller_prime_len, int* err);
-/* Attach the model file's Kneser-Ney section (MODEL_FORMAT.md field 13a, codec/FORMAT.md §2.5; copied and
+/* Attach the model file's Kneser-Ney section (docs/model_format.md field 13a, docs/format.md §2.5; copied and
  * validated here) to a model no codec has been created on yet: every codec made on it afterwards codes with
  * the mixture of the network and the expert.  NLM_OK, NLM_ERR_CONFIG (a malformed section), NLM_ERR_NOMEM,
  * or NLM_ERR_STATE (the model already has one). */
@@ -220,7 +220,7 @@ int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 #define NLM_PART_SPELL 4 /* character speller */
 #define NLM_PART_CASE 5  /* case symbol */
 #define NLM_PART_GAP 6   /* gap symbol + literal run */
-#define NLM_PART_MATCH 7 /* the token match flag (format 6) */
+#define NLM_PART_MATCH 7 /* the token match flag (§3.4) */
 #define NLM_NPART 8
 #define NLM_TRACE_TOPK 3
 #define NLM_TRACE_CACHE_HIT 1 /* flags: the <unk> body came from the spelling cache */
@@ -243,7 +243,7 @@ typedef struct {
 int nlm_codec_trace(NlmCodec* c, int on);
 const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
 
-/* ---- the byte model (codec/FORMAT.md §9): blocks that the word model does not code ----
+/* ---- the byte model (docs/format.md §9): blocks that the word model does not code ----
  * An integer context-mixing model of bytes (csrc/bytemodel/cm.c), the same on every CPU by construction.
  * A run of consecutive byte-model blocks of a group shares one model: the first block of a run starts it
  * (its payload says for how many bytes at most), the next ones continue it. */

@@ -1,6 +1,6 @@
-/* bytemodel/cm.c: the adaptive byte model of codec/FORMAT.md §9 (bitwise context mixing, integers only).
+/* bytemodel/cm.c: the adaptive byte model of docs/format.md §9 (bitwise context mixing, integers only).
  *
- * Owns every table and rule of the byte model; FORMAT.md §9 is the same text in prose.  Per bit:
+ * Owns every table and rule of the byte model; docs/format.md §9 is the same text in prose.  Per bit:
  *
  *   contexts   9 bit-history states: order 0 and 1 (direct tables), orders 2, 3, 4, 6, a word context,
  *              a column context and a sparse context (hashed nibble slots, 8-bit check, bucket of 4);
@@ -19,7 +19,7 @@
  * model is the same on every CPU and compiler by construction.
  *
  * Two uses: a run of byte-model blocks (cm_new, cm_code: a history of 2^s bytes, every byte coded) and the
- * speller of format 5 (cm_new_speller: fixed sizes, a ring history; cm_see appends a byte without
+ * byte-model speller (§5.4, cm_new_speller: fixed sizes, a ring history; cm_see appends a byte without
  * touching a table, cm_code_byte codes one, looking its contexts up first).
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- fixed design constants (format constants: FORMAT.md §9.2) ---- */
+/* ---- fixed design constants (format constants: docs/format.md §9.2) ---- */
 enum {
     NH = 8,            /* hashed contexts: o2 o3 o4 o6 word column sparse word0 */
     NCTX = NH + 2,     /* + order 0 and order 1 (direct) */
@@ -63,7 +63,7 @@ struct CmModel {
     uint32_t* mt;             /* match table: last position after each MATCH_MIN-byte hash */
     uint8_t* mchk;            /* the byte before that position: a candidate whose byte differs from the
                                  newest byte fails its verification at once, so it is not read (a shortcut
-                                 with the same result: FORMAT.md §9.2 has no such table) */
+                                 with the same result: docs/format.md §9.2 has no such table) */
     uint32_t pos;             /* bytes of history so far */
     uint32_t nlearn;          /* bytes the model has predicted and learned (the mixer's rate decays with it) */
     int stale;                /* the context slots of the next byte are not looked up yet (cm_see) */
@@ -116,7 +116,7 @@ static uint64_t exp_step_q30(void) {
 }
 
 /* The logistic tables shared with the token match model (codec/tokmatch.c): squash_t[t + 2048] for t in
- * [-2048, 2047] and stretch_t[p] for 12-bit p (codec/FORMAT.md §9.2). */
+ * [-2048, 2047] and stretch_t[p] for 12-bit p (docs/format.md §9.2). */
 void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t) {
     /* squash(t) = 4096 / (1 + e^(-t/256)) for t >= 0 from powers of e^(-1/256); symmetric below 0. */
     uint64_t e1 = exp_step_q30(), e = 1ull << 30; /* e = e^(-t/256) in Q30 */
@@ -157,7 +157,7 @@ static void build_tables(CmModel* m) {
                 na = a < CNT_MAX ? a + 1 : CNT_MAX;
                 nb = b <= 1 ? b : b <= 3 ? 2 : b / 2 + 1;
             }
-            if (id[na][nb] == 0xFF) { /* 254 states in all (codec/FORMAT.md §9.2) */
+            if (id[na][nb] == 0xFF) { /* 254 states in all (docs/format.md §9.2) */
                 id[na][nb] = (uint8_t)ns;
                 m->n0[ns] = (uint8_t)na;
                 m->n1[ns] = (uint8_t)nb;

@@ -1,4 +1,4 @@
-/* bytemodel/cm.h: the adaptive byte model (codec/FORMAT.md §9), internal interface.
+/* bytemodel/cm.h: the adaptive byte model (docs/format.md §9), internal interface.
  *
  * Owns: a bitwise context-mixing model of a byte stream in integer arithmetic only (no float anywhere,
  * so its predictions are the same on every CPU by construction): hashed bit-history statistics of
@@ -17,7 +17,7 @@
 
 #include "coder/rc.h"
 
-#define CM_SIZE_MIN 10 /* size class s: tables for runs of up to 2^s bytes (codec/FORMAT.md §9.1) */
+#define CM_SIZE_MIN 10 /* size class s: tables for runs of up to 2^s bytes (docs/format.md §9.1) */
 #define CM_SIZE_MAX 23
 
 typedef struct CmModel CmModel;
@@ -32,7 +32,7 @@ int cm_size_class(uint64_t run_size);
 /* Bytes the model owns (allocated, touched or not). */
 size_t cm_memory(const CmModel* m);
 
-/* A speller model (speller/, codec/FORMAT.md §5.4): no run limit, its history a ring of 2^CM_SPELL_HBITS
+/* A speller model (speller/, docs/format.md §5.4): no run limit, its history a ring of 2^CM_SPELL_HBITS
  * bytes, its tables of fixed size.  It is fed the text a byte at a time: cm_code_byte codes one through
  * rc, cm_learn predicts and learns one without coding, cm_see only appends one to the history. */
 #define CM_SPELL_HBITS 20
@@ -53,7 +53,7 @@ void cm_see(CmModel* m, int c);
  * will read are fetched into the cache now, all at once. */
 void cm_prefetch_seen(const CmModel* m, const uint8_t* b, int n);
 
-/* The integer logistic tables (FORMAT.md §9.2): squash_t[4096] indexed by t + 2048, stretch_t[4096] by a
+/* The integer logistic tables (docs/format.md §9.2): squash_t[4096] indexed by t + 2048, stretch_t[4096] by a
  * 12-bit p.  Also used by the token match model (codec/tokmatch.c). */
 void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t);
 

@@ -1,4 +1,4 @@
-/* codec/bodymix.c: the grown vocabulary's pointer model (codec/FORMAT.md §5.1.1), integer arithmetic only
+/* codec/bodymix.c: the grown vocabulary's pointer model (docs/format.md §5.1.1), integer arithmetic only
  * (the reported bits are doubles, never fed back).
  *
  * Owns three experts over the spelling cache's symbols (0 = escape: a body new to the group; i + 1 = the

@@ -1,4 +1,4 @@
-/* codec/bodymix.h: the grown vocabulary's pointer model of codec/FORMAT.md §5.1.1 (format 9 and later).
+/* codec/bodymix.h: the grown vocabulary's pointer model of docs/format.md §5.1.1.
  *
  * Owns the experts that predict which of the group's unknown bodies comes next, as a token of the stream:
  * the followers (spelling-cache symbols) of the previous token and of the previous two, and the decayed

@@ -1,5 +1,5 @@
 /* codec/bytecodec.c: the nlm.h entry points of the byte model (nlm_bytecoder_*): payloads of byte-model
- * blocks (codec/FORMAT.md §9.1) around bytemodel/cm.c.
+ * blocks (docs/format.md §9.1) around bytemodel/cm.c.
  *
  * Owns the payload layout of a byte-model block: one byte, 0 to continue the run of the previous
  * byte-model block of the group or a size class s (CM_SIZE_MIN..CM_SIZE_MAX) to start a fresh model for

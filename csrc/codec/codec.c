@@ -1,14 +1,14 @@
 /* codec.c: the token step shared by encoder and decoder, block encode/decode, and the nlm.h entry points.
  *
- * Owns: codec/FORMAT.md §3 (what is coded per token, in which order) and the NlmCodec context.  The step
+ * Owns: docs/format.md §3 (what is coded per token, in which order) and the NlmCodec context.  The step
  * function step_token() is the ONLY place that drives the model, the quantiser and the range coder; the
  * encoder and the decoder differ only in Rc.decoding (the coder writes or reads each symbol).
  * Not here: the lexer (lexer/), the model arithmetic (model/), the coder (coder/), the speller (speller/),
  * the frame (python/nlmcodec/_frame.py).
  *
- * Per token (FORMAT.md §3): [match flag] -> class -> word in class -> [unknown body: cache/speller] -> [case]
+ * Per token (docs/format.md §3): [match flag] -> class -> word in class -> [unknown body: cache/speller] -> [case]
  * -> gap [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].  With the
- * token cache (format 8) the flag, class and word stages code with the network's frequencies mixed with it.
+ * token cache (§3.6) the flag, class and word stages code with the network's frequencies mixed with it.
  *
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
@@ -27,9 +27,9 @@
 #include "nlm_lab.h"        /* the single-option setters this file implements */
 #include "codec/formats.h"  /* NLM_FORMATS: what a (format, mode) means */
 #include "speller/speller.h" /* Speller, speller_* */
-#include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (format 6) */
-#include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (format 8) */
-#include "codec/bodymix.h"  /* BodyMix, bodymix_*: unknown bodies predicted as tokens, the cache pointer (format 9) */
+#include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (§3.4) */
+#include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (§3.6) */
+#include "codec/bodymix.h"  /* BodyMix, bodymix_*: unknown bodies predicted as tokens, the cache pointer (§5.1.1) */
 
 #define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
 #define MAX_GAP_RUN 65535
@@ -61,15 +61,18 @@ struct NlmCodec {
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
-    int match_on;         /* nlm_codec_set_match level > 0: the token match flag of FORMAT.md §3.4 (format 6) */
-    uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5, format 7); 0: none */
-    int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (formats 1-6) */
-    int forward;          /* nlm_codec_set_forward: 1 = a static context's integer forward (format 11) */
+    int match_on;         /* nlm_codec_set_match level > 0: the token match flag of docs/format.md §3.4 (the level,
+                           * 1 one APM or 2 two APMs, is the flag model's: tokmatch_set_flag_model) */
+    uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5); 0: none */
+    int end_advance;      /* nlm_codec_set_end_advance: a block's <end> advances the network (§3.2 step 6; on is a
+                           * measurement option, the formats' choice is in formats.h) */
+    int forward;          /* nlm_codec_set_forward: 1 = the integer forward (§2.6; a heads-mode context's
+                           * transition too, §6.5) */
     int bits_on;          /* nlm_codec_set_bit_stats: the statistics' information sums (log2 per symbol) */
     TokMatch* match;
     uint32_t* freq2;      /* scratch, largest class: the predicted token's class (§3.4) */
-    int cache_on;         /* nlm_codec_set_cache: 0 off, 1 the token cache of FORMAT.md §3.6 (format 8), 2 that and
-                           * the body mixer of §5.1.1 (format 9) */
+    int cache_on;         /* nlm_codec_set_cache: 0 off, 1 the token cache of docs/format.md §3.6, 2 that and
+                           * the body mixer of §5.1.1 */
     TokCache* cache;
     BodyMix* bmix;
     uint32_t* cnet;       /* scratch [C]: the network's class frequencies, before the cache's mixing */
@@ -101,7 +104,7 @@ static double bits_of(const uint32_t* f, int sym, uint32_t F) { return log2((dou
  * them); they never feed coding. */
 static inline int bits_wanted(const NlmCodec* c) { return c->bits_on || c->trace_on; }
 
-/* Kind of a body as the decoder sees it: from its bytes alone (FORMAT.md §3.2 step 4). */
+/* Kind of a body as the decoder sees it: from its bytes alone (docs/format.md §3.2 step 4). */
 static int body_kind(const uint8_t* b, int n) {
     if (n == 0) return NLM_KIND_END;
     NlmLexToken t[2];
@@ -133,7 +136,7 @@ static int code_bit(NlmCodec* c, int* bit, int p1, double* stat) {
     return NLM_OK;
 }
 
-/* One token (FORMAT.md §3).  Encoder: t is read.  Decoder: t is written.  body/blen: the body as sent
+/* One token (docs/format.md §3).  Encoder: t is read.  Decoder: t is written.  body/blen: the body as sent
  * (lowercased for cases 0-2), gap bytes in gapbuf for literal gaps. */
 typedef struct {
     int32_t w;
@@ -184,14 +187,14 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     int r, cls, j, n;
     double pc = 0; /* trace: p(class) of the coded class */
 
-    /* 0. the match flag (format 6, FORMAT.md §3.4): is the token the one the match model predicts?  The
+    /* 0. the match flag (docs/format.md §3.4): is the token the one the match model predicts?  The
      * network's probability of the predicted token, q, is the APM's input; on a miss the predicted token
      * is excluded from the class and word stages. */
     int32_t pw = -1;
     const uint8_t* pbody = NULL;
     int pblen = 0, pcls = -1, pj = -1, hit = 0;
     const int predicted = c->match_on && tokmatch_predict(c->match, &pw, &pbody, &pblen);
-    /* the token cache (format 8, §3.6): the network's frequencies (cnet, pnet, wnet) mixed into freq, freq2 */
+    /* the token cache (§3.6): the network's frequencies (cnet, pnet, wnet) mixed into freq, freq2 */
     const int cache = c->cache_on && c->match_on, bodies = cache && c->cache_on >= 2;
     int bsym = -1, bnew = 0; /* the body mixer: the unknown body's cache symbol (0: new, then bnew its own) */
     uint32_t Fc, Fp = 0, Fcn = 0, Fpn = 0;
@@ -360,10 +363,10 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
                 tr->gap = (uint8_t)t->gap;
     }
 
-    /* 6. advance (the match model, then the network); 7. dynamic update at the end of a segment.  From
-     * format 7 (end_advance 0) the <end> that closes a block does not advance the network: the next block
+    /* 6. advance (the match model, then the network); 7. dynamic update at the end of a segment.  With
+     * end_advance 0 (the formats') the <end> that closes a block does not advance the network: the next block
      * goes on from the state after the last real token (fed <end>, the network expects a new document: a
-     * cut that cost 4-6 bytes at most places cost hundreds at some, FORMAT.md §3.2) */
+     * cut that cost 4-6 bytes at most places cost hundreds at some, docs/format.md §3.2) */
     if (c->match_on && (r = tokmatch_push(c->match, t->w, t->body, t->blen, t->gap)) < 0) return r;
     if (cache) tokcache_push(c->cache, t->w, tokmatch_last_id(c->match));
     if (bodies) bodymix_push(c->bmix, bsym, bnew, tokmatch_last_id(c->match));
@@ -434,7 +437,7 @@ NlmModel* nlm_model_new(const NlmConfig* cfg, const void* params, int dtype, con
     }
     float ms[LM_MAX_TENSORS];
     const LmBodyOps* body = lm_body_for(cfg->arch);
-    if (lm_tensor_count(body) != 14) goto fail; /* the model file's ms list has 14 floats (MODEL_FORMAT.md) */
+    if (lm_tensor_count(body) != 14) goto fail; /* the model file's ms list has 14 floats (docs/model_format.md) */
     for (int t = 0; t < lm_tensor_count(body); t++) { /* the model file's ms list, one per tensor */
         uint32_t u = rd_le32(ms_le + 4 * t);
         memcpy(&ms[t], &u, 4);
@@ -728,7 +731,8 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
     int64_t r = NLM_OK;
     size_t pos = 0;
     /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens;
-     * from format 7 also at most max_tokens (END included), which bounds the work a forged block costs. */
+     * with a token bound (§3.5) also at most max_tokens (END included), which bounds the work a forged block
+     * costs. */
     for (size_t k = 0; r >= 0; k++) {
         if (k > dst_len || (c->max_tokens && k >= c->max_tokens)) { r = NLM_ERR_CORRUPT; break; }
         StepTok t;

@@ -1,4 +1,4 @@
-/* codec/ctxhash.h: the one mixing step of the token contexts' hashes (codec/FORMAT.md §3.4, §3.6, §5.1.1):
+/* codec/ctxhash.h: the one mixing step of the token contexts' hashes (docs/format.md §3.4, §3.6, §5.1.1):
  * mix(h, x) = ((h XOR x) * 0x85EBCA77) XOR (that >> 15), mod 2^32.  Shared by the token match model, the
  * token cache and the body mixer, whose hashes are part of the format. */
 #ifndef NLM_CODEC_CTXHASH_H

@@ -1,9 +1,9 @@
-/* gapmix.c: column-aware secondary model for gap symbols (codec/FORMAT.md §3.3).  Integer only.
+/* gapmix.c: column-aware secondary model for gap symbols (docs/format.md §3.3).  Integer only.
  *
  *   a    = min(col + 1 + blen, 127)          the column the body would end at after one space
  *   t    = argmax f (lowest index on ties);  q = 1 if f[t] >= F - F/16 (the network is confident)
  *   m    = the gap symbol of the token the match model predicted, when the flag said the token is that
- *          one (format 6, FORMAT.md §3.4); 8 otherwise (always 8 in formats 1-5, which then code as before)
+ *          one (the token match flag, docs/format.md §3.4); 8 otherwise (always 8 while the flag is off)
  *   ctx  = ((a * 8 + t) * 2 + q) * 9 + m
  *   p_i  = floor(f_i * 2^16 / F)             the network, on a 2^16 scale
  *   g_i  = floor((GAPMIX_K * p_i + cnt_i * 2^16) / (GAPMIX_K + tot)) + 1
@@ -11,7 +11,7 @@
  * context's total exceeds GAPMIX_LIMIT.  The constants were chosen on dev text (tools/dev_sample.py):
  * against the network alone, gaps cost 40% fewer bytes on a dev book (whole output -1.7% static, -2.1%
  * dynamic) and about the same on dev technical text; K in 8..64 and LIMIT in 60..1000 were within 0.2%.
- * The match context m: -0.22% static, -0.12% dynamic on the dev set of benchmarks/match_dev.py.
+ * The match context m: -0.22% static, -0.12% dynamic on the dev set (docs/decisions/match-flag.md).
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "codec/gapmix.h"

@@ -1,4 +1,4 @@
-/* gapmix.h: the column-aware secondary model for gap symbols (codec/FORMAT.md §3.3).
+/* gapmix.h: the column-aware secondary model for gap symbols (docs/format.md §3.3).
  *
  * An Elman network does not see the column, yet in line-wrapped text the choice between " " and "\n"
  * before a word is mostly decided by where the word would end.  GapMix keeps adaptive counts of the gap
@@ -24,7 +24,7 @@ typedef struct {
 void gapmix_reset(GapMix* g);
 /* Blend the network's frequencies f (total F) for a body of blen bytes into g_out; returns the total and
  * the context index in *ctx (pass it to gapmix_update).  mg: the match context, 0..7 (the gap after the
- * predicted token's earlier occurrence, on a match hit; format 6) or 8 (none). */
+ * predicted token's earlier occurrence, on a match hit, docs/format.md §3.4) or 8 (none). */
 uint32_t gapmix_freqs(const GapMix* g, uint32_t* g_out, const uint32_t* f, uint32_t F, int blen, int mg, int* ctx);
 /* Count the coded symbol, then advance the column over the token's gap and body bytes. */
 void gapmix_update(GapMix* g, int ctx, int sym, const uint8_t* gap, int glen, int blen);

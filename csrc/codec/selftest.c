@@ -5,12 +5,12 @@
  * (scalar, SSE2, AVX2, F16C): three steps of an Elman recurrence h = tanh(W·x + U·h + b) (H = 32, matvec
  * and tanh vector forms), class logits through the binary16 matvec, exp, one dynamic-evaluation update
  * (outer product, sgd-decay), a subnormal product (flush-to-zero would zero it), quantisation
- * (quant_freqs) and range coding of three symbols, decoded back, and format 11's integer forward (U's rows and
- * the last h on their int8 grids, kern_matvec_q8: the masked VNNI tail at H = 32).  A 64-bit FNV-1a digest of every float's
- * bits, frequency and payload byte is compared with SELFTEST_DIGEST, the value the scalar reference
- * computes.  A mismatch (non-IEEE float environment, contraction into FMA, a miscompiled kernel) means
- * this build would write streams other machines cannot decode: nlm_codec_new then fails with
- * NLM_ERR_SELFTEST instead.
+ * (quant_freqs) and range coding of three symbols, decoded back, and the integer forward (docs/format.md
+ * §2.6: U's rows and the last h on their int8 grids, kern_matvec_q8: the masked VNNI tail at H = 32).  A
+ * 64-bit FNV-1a digest of every float's bits, frequency and payload byte is compared with SELFTEST_DIGEST,
+ * the value the scalar reference computes.  A mismatch (non-IEEE float environment, contraction into FMA, a
+ * miscompiled kernel) means this build would write streams other machines cannot decode: nlm_codec_new then
+ * fails with NLM_ERR_SELFTEST instead.
  *
  * Test-only build define NLM_SELFTEST_PERTURB_ROUNDING: the test runs with round-toward-zero, so it must
  * fail (tests/test_selftest.py proves that the self-test can fail).

@@ -1,4 +1,4 @@
-/* codec/tokcache.c: the token cache (codec/FORMAT.md §3.6), integer arithmetic only.
+/* codec/tokcache.c: the token cache (docs/format.md §3.6), integer arithmetic only.
  *
  * Owns the group's decayed counts of the tokens coded so far and the mixing of three experts made from
  * them with the network's quantised distribution.  Shapes: cnt1[V] (16-bit) with their class sums cls1[C]

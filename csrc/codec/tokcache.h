@@ -1,4 +1,4 @@
-/* codec/tokcache.h: the token cache of codec/FORMAT.md §3.6 (format 8 and later).
+/* codec/tokcache.h: the token cache of docs/format.md §3.6.
  *
  * Owns the group's decayed token counts (a unigram over the vocabulary ids, <unk> standing for every
  * unknown word, and follower lists of the previous token and of the previous two), the mixing weights

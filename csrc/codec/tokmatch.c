@@ -1,4 +1,4 @@
-/* codec/tokmatch.c: the token match model (codec/FORMAT.md §3.4), integer arithmetic only.
+/* codec/tokmatch.c: the token match model (docs/format.md §3.4), integer arithmetic only.
  *
  * Owns the group's token history, the context hash table over it, the group's vocabulary of unknown
  * bodies and the flag's probability model.  Shapes: hist[n] token ids, gaps[n] their gap symbols, flg[n]
@@ -11,12 +11,14 @@
  * before the two positions (at most TM_LMAX), and grows by one with every correctly predicted token.
  *
  * The flag's probability (tokmatch_set_flag_model):
- *   model 1 (formats 6-9): one APM, a row per (length bucket, unknown or vocabulary prediction), 33 knots
- *     over stretch(q12) interpolated; the nearer knot moves toward the outcome by 1/2^TM6_RATE.
- *   model 2 (format 10): two APMs of 17 knots, averaged in the stretch domain.  APM "len": (length class,
+ *   model 1 (a measurement option; the formats' choice is in formats.h): one APM, a row per (length bucket,
+ *     unknown or vocabulary prediction), 33 knots over stretch(q12) interpolated; the nearer knot moves toward
+ *     the outcome by 1/2^TM6_RATE.
+ *   model 2 (the format's): two APMs of 17 knots, averaged in the stretch domain.  APM "len": (length class,
  *     unknown or vocabulary, the flag the predicted token's earlier occurrence had itself); APM "run":
  *     (unknown or vocabulary, hits since the match began 0/1/2+, the predicted id's own recent flags).
- *     In each the nearer knot moves by 2/(2n + 3) of the way, n its count (benchmarks/flag_dev).
+ *     In each the nearer knot moves by 2/(2n + 3) of the way, n its count
+ *     (docs/decisions/match-flag-apms.md).
  */
 #include "common/fpenv.h" /* first: FP contraction off (no float here; the rule is for every file) */
 #include "codec/tokmatch.h"
@@ -34,12 +36,12 @@
 #define TM_HIST_MAX (1u << 24)
 #define TM_LMAX 64       /* longest verified length on a new match */
 #define TM_NO_ID 0xFFFFFFFFu
-/* flag model 1 (formats 6-9) */
+/* flag model 1 (one APM; a measurement option) */
 #define TM6_LB 20        /* length buckets: L < 16 itself, then 16 + min(3, floor(log2 L) - 4) */
 #define TM6_ROWS (TM6_LB * 2)
 #define TM6_KNOTS 33
 #define TM6_RATE 4
-/* flag model 2 (format 10): 17 knots over stretch(q12), 256 apart, each with a count for its rate */
+/* flag model 2 (two APMs, the format's): 17 knots over stretch(q12), 256 apart, each with a count for its rate */
 #define TM_KNOTS 17
 #define TM_ROWS_LEN (8 * 2 * 3) /* length class x unknown x the earlier occurrence's own flag (none/hit/miss) */
 #define TM_ROWS_RUN (2 * 3 * 4) /* unknown x hits since the match began (0, 1, 2+) x the predicted id's state */
@@ -75,7 +77,7 @@ struct TokMatch {
     uint32_t* tab;              /* [2^TM_HBITS] position + 0 (0 = empty: position 0 never follows a context) */
     uint32_t* didx;             /* [2^TM_DBITS] body index + 1 (0 = empty) */
     uint8_t (*dict)[NLM_MAX_WORD + 1]; /* [TM_DICT] length byte, then the body */
-    int flag_model;             /* 1 (formats 6-9) or 2 (format 10): tokmatch_set_flag_model */
+    int flag_model;             /* 1 one APM or 2 two APMs: tokmatch_set_flag_model */
     TmFlag f;
     uint16_t apm6_init[TM6_KNOTS], apm_init[TM_KNOTS];
     int16_t squash_t[4096], stretch_t[4096];
@@ -110,7 +112,7 @@ TokMatch* tokmatch_new(int V) {
     m->dict = malloc((size_t)TM_DICT * sizeof *m->dict);
     if (!m->tab || !m->didx || !m->dict) { tokmatch_free(m); return NULL; }
     cm_logistic_tables(m->squash_t, m->stretch_t);
-    /* squash's argument range, as the byte model's APM rows (FORMAT.md §9.2) */
+    /* squash's argument range, as the byte model's APM rows (docs/format.md §9.2) */
     knots_init(m->apm6_init, TM6_KNOTS, 16, 128, m->squash_t);
     knots_init(m->apm_init, TM_KNOTS, 8, 256, m->squash_t);
     m->flag_model = 2;
@@ -232,7 +234,7 @@ static int flag_p10(TokMatch* m, int u, int unk) {
     m->s.knot = m->s.knot2 = (u >> 8) + ((u & 255) >= 128);
     const int p1 = apm_read(m->f.apm_len[m->s.row], u), p2 = apm_read(m->f.apm_run[m->s.row2], u);
     const int t = (m->stretch_t[p1] + m->stretch_t[p2]) >> 1; /* floor; -2048 when both are stretch(1) */
-    return m->squash_t[(t < -2047 ? -2047 : t) + 2048]; /* squash clamps its argument (FORMAT.md §9.2) */
+    return m->squash_t[(t < -2047 ? -2047 : t) + 2048]; /* squash clamps its argument (docs/format.md §9.2) */
 }
 
 int tokmatch_p(TokMatch* m, int q12, int unk) {

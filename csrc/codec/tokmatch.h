@@ -1,10 +1,10 @@
-/* codec/tokmatch.h: the token match model of codec/FORMAT.md §3.4 (format 6 and later).
+/* codec/tokmatch.h: the token match model of docs/format.md §3.4.
  *
  * Owns the per-group history of coded tokens, the longest-earlier-occurrence search over it, the stream's
  * own vocabulary of unknown words (a word spelled once gets a token id of this group, so a repeat is
  * predicted as a token), and the secondary estimation that turns the network's probability of the predicted
- * token and the match's context into the probability of the match flag (one APM in formats 6-9, two from
- * format 10: tokmatch_set_flag_model).  Integer arithmetic only.
+ * token and the match's context into the probability of the match flag (two APMs in the format, one as a
+ * measurement option: tokmatch_set_flag_model).  Integer arithmetic only.
  *
  * Per token the codec step (codec.c, step_token) calls, in this order:
  *     tokmatch_predict  -> is there a predicted token (vocabulary id, or an unknown word's body)?
@@ -28,8 +28,9 @@ TokMatch* tokmatch_new(int V);
 void tokmatch_free(TokMatch* m);
 /* Forget the group: empty history, no unknown bodies, fresh APMs. */
 void tokmatch_reset(TokMatch* m);
-/* The flag's probability model (FORMAT.md §3.4): 1 one APM (formats 6-9), 2 two APMs (format 10, the
- * default of a new model).  Resets; another value is NLM_ERR_STATE. */
+/* The flag's probability model (docs/format.md §3.4): 1 one APM (a measurement option; the formats' choice
+ * is in formats.h), 2 two APMs (the format's, and the default of a new TokMatch).  Resets; another value is
+ * NLM_ERR_STATE. */
 int tokmatch_set_flag_model(TokMatch* m, int model);
 /* Snapshot / return to it (0, or NLM_ERR_NOMEM / NLM_ERR_STATE). */
 int tokmatch_save(TokMatch* m);

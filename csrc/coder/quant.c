@@ -1,4 +1,4 @@
-/* coder/quant.c: the one float -> integer frequency conversion (codec/FORMAT.md §4).
+/* coder/quant.c: the one float -> integer frequency conversion (docs/format.md §4).
  *
  * Owns quant_freqs.  Shapes: z[n] logits in, f[n] frequencies out (n = C classes, a class's words, 4 cases
  * or 8 gaps).  The max, the exp/sum pass and the scaling pass are kernels (kern_quant_max, kern_exp_u40,

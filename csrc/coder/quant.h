@@ -1,4 +1,4 @@
-/* coder/quant.h: the one float -> integer frequency conversion of codec/FORMAT.md §4.
+/* coder/quant.h: the one float -> integer frequency conversion of docs/format.md §4.
  *
  * Owns quant_freqs, the only place where model floats become coder frequencies.  All float work is
  * elementwise (max, kern_exp); every reduction is integer, so SIMD width cannot change the result.

@@ -1,4 +1,4 @@
-/* coder/rc.c: the range coder of codec/FORMAT.md §4, its mode-agnostic wrapper and a Fenwick tree.
+/* coder/rc.c: the range coder of docs/format.md §4, its mode-agnostic wrapper and a Fenwick tree.
  *
  * Owns the exact byte stream of a payload.  Window arithmetic (all uint64):
  *   encoder  low in [0, 2^57) (carry at bit 56), range in [2^48, 2^56);

@@ -1,4 +1,4 @@
-/* coder/rc.h: the range coder of codec/FORMAT.md §4 and the small tools to drive it.
+/* coder/rc.h: the range coder of docs/format.md §4 and the small tools to drive it.
  *
  * Owns: the encoder (RcEnc, with a growable output buffer it owns), the decoder (RcDec, reading a payload;
  * bytes past its end read as 0 and are counted), the mode-agnostic wrapper Rc used by the one token step
@@ -65,7 +65,7 @@ size_t rc_dec_past_end(const RcDec* d);
  * (right length, right final bytes), else NLM_ERR_CORRUPT. */
 int rc_dec_finish(RcDec* d);
 
-/* ---- binary decisions (the byte model, codec/FORMAT.md §9) ----
+/* ---- binary decisions (the byte model, docs/format.md §9) ----
  * The symbol (cum, f, F = 2^12) with bit 1 at [0, p1) and bit 0 at [p1, 2^12), 0 < p1 < 2^12: the same
  * arithmetic as rc_enc_encode / rc_dec_target + rc_dec_update with F = 4096, without the division. */
 int rc_enc_bit(RcEnc* e, int bit, uint32_t p1);

@@ -1,4 +1,4 @@
-/* coder/wide.h: the two 128-bit integer steps of the quantiser (codec/FORMAT.md §4) in portable C.
+/* coder/wide.h: the two 128-bit integer steps of the quantiser (docs/format.md §4) in portable C.
  *
  * Owns wide_div_shl64 and wide_mulhi64, written with 64-bit integers only so that the core builds where
  * `unsigned __int128` does not exist (32-bit targets, MSVC); where it exists the division uses it (the same

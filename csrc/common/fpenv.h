@@ -1,4 +1,4 @@
-/* fpenv.h: the floating-point environment guard of the C core (codec/FORMAT.md §2).
+/* fpenv.h: the floating-point environment guard of the C core (docs/format.md §2).
  *
  * Owns, for every translation unit of the core (each .c file includes this header first):
  *  - floating-point contraction off by pragma (no fused multiply-add), in the spelling each compiler

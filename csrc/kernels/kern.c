@@ -1,6 +1,6 @@
 /* kern.c: dot, matvec and the elementwise backward/update kernels (see kern.h for the contracts).
  *
- * Owns the 16-lane canonical reduction order of codec/FORMAT.md §2 in three implementations: the scalar
+ * Owns the 16-lane canonical reduction order of docs/format.md §2 in three implementations: the scalar
  * reference (the definition), SSE2 (four 4-lane registers = lanes 0-3, 4-7, 8-11, 12-15), AVX2 (two
  * 8-lane registers = lanes 0-7, 8-15) and AVX-512F (one 16-lane register = the 16 lanes), selected at run
  * time.  The SIMD paths use mul then add (never FMA) and the same pairwise tree (+8, +4, +2, +1), so they

@@ -1,4 +1,4 @@
-/* kern.h: the float kernels of the C core (codec/FORMAT.md §2).
+/* kern.h: the float kernels of the C core (docs/format.md §2).
  *
  * Owns every float reduction and transcendental on the coding path: the 16-lane canonical dot product,
  * matrix-vector products, the elementwise update kernels used by the backward pass, the exp/tanh
@@ -56,7 +56,7 @@ void kern_outer_acc(float* G, const float* d, const float* x, int rows, int cols
 void kern_outer_acc_seq(float* G, const float* const* d, const float* const* x, int T, int rows, int cols,
                         int zero_first);
 
-/* Dynamic-evaluation update of n parameters (codec/FORMAT.md §6), elementwise:
+/* Dynamic-evaluation update of n parameters (docs/format.md §6), elementwise:
  * t = th0[i] - th[i]; s = clamp(step*g[i], -lim, lim) (min then max, x86 semantics);
  * th[i] = (th[i] - s) + decay*t, with step = lr/(ms_t + eps) and lim = lr*clip computed by the caller. */
 void kern_sgd_decay(float* th, const float* th0, const float* g, float step, float decay, float lim, int n);
@@ -90,7 +90,7 @@ float kern_exp(float x);
  * result = t with the sign bit of x (so tanh(-0) = -0). */
 float kern_tanh(float x);
 
-/* ln(x), part of the format (the Kneser-Ney expert, FORMAT.md §2.5):  x not >= 2^-126 (NaN, <= 0,
+/* ln(x), part of the format (the Kneser-Ney expert, docs/format.md §2.5):  x not >= 2^-126 (NaN, <= 0,
  * subnormal) gives -104.0f; +inf is read as FLT_MAX.  Else x = m·2^e with m in [1, 2) taken from the bits;
  * if m > 1.41421354f then m = m*0.5f, e = e+1;  s = (m - 1.0f)/(m + 1.0f);  s2 = s*s;
  *   p = 0.222222222f; p = p*s2 + 0.285714287f; p = p*s2 + 0.400000006f; p = p*s2 + 0.666666687f;
@@ -103,7 +103,7 @@ float kern_log(float x);
 void kern_exp_vec(float* y, const float* x, int n);
 void kern_tanh_vec(float* y, const float* x, int n);
 
-/* ---- quantiser support (coder/quant.c; codec/FORMAT.md §4) ---- */
+/* ---- quantiser support (coder/quant.c; docs/format.md §4) ---- */
 
 /* The maximum of z[n] (n >= 1) as the quantiser defines it: m = z[0]; for i = 1..n-1: if (z[i] > m || m != m)
  * m = z[i].  SIMD paths take the maximum of the non-NaN lanes and fall back to that loop when it is not
@@ -169,7 +169,7 @@ int kern_simd_level(void);
  * without SIMD. */
 void kern_set_simd_cap(int cap);
 
-/* ---- integer forward products (kern_q8.c; format 11, codec/FORMAT.md §2.6) ----
+/* ---- integer forward products (kern_q8.c; docs/format.md §2.6) ----
  * A weight row w[n] becomes int8 with one scale: amax = max |w[k]| (sequential), sc = amax / 127 (float),
  * q[k] = rne(w[k] / sc) clamped to ±127, rsum = Σ q[k], mul = sc / 127; a row with amax not in (0, FLT_MAX]
  * is all zeros with mul = 0.  rne(t) = (t + 12582912.0f) − 12582912.0f (round half to even).  An activation
@@ -187,7 +187,7 @@ float kern_quant_vec(int16_t* g16, uint8_t* gu8, const float* x, int n);
 void kern_matvec_q8(float* y, const int8_t* W8, const int32_t* rsum, const float* mul, const int16_t* h16,
                     const uint8_t* hu8, int rows, int cols);
 
-/* ---- integer kernels of the byte model's two mixers (bytemodel/cm.c, codec/FORMAT.md §9) ----
+/* ---- integer kernels of the byte model's two mixers (bytemodel/cm.c, docs/format.md §9) ----
  * Exact integer arithmetic: every path gives the scalar values.  Vectors have KERN_MIX_N int32 lanes. */
 enum { KERN_MIX_N = 16 };
 
@@ -202,7 +202,7 @@ void kern_mix2_dot(int64_t* da, int64_t* db, const int32_t* a, const int32_t* b,
  * (so every delta and sum fits int32, which the SIMD path relies on). */
 void kern_mix2_train(int32_t* a, int32_t* b, const int32_t* x, int32_t ea, int32_t eb, int shift, int32_t lim);
 
-/* ---- integer kernels of the token cache's mixing (codec/tokcache.c, codec/FORMAT.md §3.6) ----
+/* ---- integer kernels of the token cache's mixing (codec/tokcache.c, docs/format.md §3.6) ----
  * Arithmetic mod 2^32 and 2^64 as C's unsigned types do it: every path gives the scalar values. */
 
 /* A count x weighed by a rate R (2^32 · weight per count): the high half of x·R mod 2^64. */

@@ -1,5 +1,5 @@
-/* kern_q8.c: the integer forward products of format 11 (codec/FORMAT.md §2.6): int8 weights with one scale per
- * row times activations on the grid 1/127, summed exactly in int32.
+/* kern_q8.c: the integer forward products (docs/format.md §2.6): int8 weights with one scale per row
+ * times activations on the grid 1/127, summed exactly in int32.
  *
  * An integer sum has one value in any order, so every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd) gives
  * the same bits without a canonical lane order; only the two roundings to the grids (kern_quant_row,

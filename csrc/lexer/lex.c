@@ -1,4 +1,4 @@
-/* lex.c: the lexer of codec/FORMAT.md §1 and the vocabulary hash.
+/* lex.c: the lexer of docs/format.md §1 and the vocabulary hash.
  *
  * Owns: the token grammar (gap symbols, word/number/symbol bodies, case classes) and the inverse helpers
  * the decoder uses.  Not here: anything about probabilities or coding (csrc/codec/codec.c).

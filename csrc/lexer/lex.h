@@ -1,4 +1,4 @@
-/* lex.h: bytes -> tokens (codec/FORMAT.md §1) and the vocabulary hash (body bytes -> id).
+/* lex.h: bytes -> tokens (docs/format.md §1) and the vocabulary hash (body bytes -> id).
  *
  * The lexer is the one place that decides how bytes become tokens; the codec (encoder) and the training
  * code (through the bindings) both call nlm_lex.  The decoder never lexes: it rebuilds bytes from

@@ -1,5 +1,5 @@
 /* body.h: what a model type implements, the "body" between the input embedding and the heads
- * (codec/FORMAT.md §2).
+ * (docs/format.md §2).
  *
  * Every model type shares the input layer x_t = (E[w_t] + Ecase[case_t]) + Egap[gap_t] (D) and the heads
  * that read the vector h (H): class, word (class-factored), case and gap (csrc/model/lm.c).  The body maps
@@ -11,7 +11,7 @@
  * The dynamic-evaluation machinery (the segment record, the heads' backward, the input layer's row
  * gradients, the RMS-normalised step with decay toward θ0, lazy rows, clipping, snapshots) is lm.c's and
  * the same for every body.  A body provides one forward function (one step) and a backward split in three
- * calls per segment, for the tokens t = T-1 down to 1 (truncated BPTT, FORMAT.md §6):
+ * calls per segment, for the tokens t = T-1 down to 1 (truncated BPTT, docs/format.md §6):
  *     bwd_begin(b, G)                                  zero what bwd_token accumulates by addition
  *     bwd_token(b, P, G, i, S_t, S_prev, x_prev, dS, dx, dS_prev)   for each t, i = T-1-t ascending
  *     bwd_finish(b, G, n, S_prev_list, x_prev_list)    the weight gradients (sums over the segment)
@@ -34,8 +34,8 @@
 
 typedef struct LmBodyOps LmBodyOps;
 
-/* A matrix [rows][cols] on the integer forward's grid (kern_quant_row; format 11, codec/FORMAT.md §2.6): int8
- * rows, their sums and their rescale factors. */
+/* A matrix [rows][cols] on the integer forward's grid (kern_quant_row; docs/format.md §2.6): int8 rows, their
+ * sums and their rescale factors. */
 typedef struct {
     int8_t* w;     /* (rows × cols) */
     int32_t* rsum; /* (rows) */
@@ -50,7 +50,7 @@ typedef struct {
     float* fwd;             /* (fwd_floats) */
     float* da;              /* (seg_cap × da_floats) adaptive: the pre-activation gradient of each transition */
     const float **pd, **pu; /* (seg_cap) adaptive: pointer lists for kern_outer_acc_seq */
-    /* the integer forward (static streams of format 11, lm_set_qforward): the body's h_tensor and x_tensor on
+    /* the integer forward (a static stream, or heads mode, lm_set_qforward): the body's h_tensor and x_tensor on
      * their grids (NULL = the float product); h = S[0..H) on the activation grid, current whenever step is
      * called; x16/xu8 (D) scratch for the input on its grid */
     const LmQ8 *qh, *qx;
@@ -65,8 +65,8 @@ struct LmBodyOps {
     int ntensors;                                        /* body tensors (<= LM_MAX_BODY_TENSORS) */
     const char* const* tensor_names;                     /* (ntensors) */
     int param_min, param_max;                            /* the range of the type's parameter */
-    int h_tensor;  /* the body tensor whose product reads h = S[0..H) (rows × H), which the integer forward of
-                      format 11 quantises; -1 for none */
+    int h_tensor;  /* the body tensor whose product reads h = S[0..H) (rows × H), which the integer forward
+                      quantises (§2.6); -1 for none */
     int x_tensor;  /* the body tensor whose product reads the input x (rows × D), likewise; -1 for none */
     void (*shapes)(int D, int H, int param, size_t sz[]); /* floats of each body tensor */
     int (*state_floats)(int D, int H, int param);        /* S_floats */
@@ -81,9 +81,10 @@ struct LmBodyOps {
     void (*bwd_finish)(LmBody* b, float* const* G, int n, const float* const* S_prev, const float* const* x_prev);
 };
 
-/* A body's products with h and with x (FORMAT.md §2.3, §2.6): y (rows) = W·h or W·x in float, or, in a
- * static stream of format 11 (b->qh / b->qx set), from the int8 rows: W·h with h on the grid 1/127 (lm.c keeps
- * b->h16/hu8 current), W·x with x on its own grid, then each row times the grid's scale xs. */
+/* A body's products with h and with x (docs/format.md §2.3, §2.6): y (rows) = W·h or W·x in float, or, with
+ * the integer forward (b->qh / b->qx set: a static stream, or heads mode), from the int8 rows: W·h with h on
+ * the grid 1/127 (lm.c keeps b->h16/hu8 current), W·x with x on its own grid, then each row times the grid's
+ * scale xs. */
 static inline void body_matvec_h(const LmBody* b, float* y, const float* W, const float* h, int rows) {
     if (b->qh) kern_matvec_q8(y, b->qh->w, b->qh->rsum, b->qh->mul, b->h16, b->hu8, rows, b->H);
     else kern_matvec(y, W, h, rows, b->H);

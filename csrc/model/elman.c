@@ -1,4 +1,4 @@
-/* elman.c: the Elman body (codec/FORMAT.md §2): one tanh recurrent layer, h' = tanh((Wx·x + Wh·h) + bh).
+/* elman.c: the Elman body (docs/format.md §2): one tanh recurrent layer, h' = tanh((Wx·x + Wh·h) + bh).
  *
  * Tensors (in the block after Egap): Wx (H×D), Wh (H×H), bh (H).  State S = h (H floats).
  * Forward, one step from input x (D):  pre = Wx·x;  tmp = Wh·h;  pre = (pre + tmp) + bh;  h = tanh(pre)
@@ -47,7 +47,7 @@ static int da_floats(int D, int H, int param) {
 static void step(LmBody* b, const float* const* P, const float* x, float* h) {
     int H = b->H;
     float *pre = b->fwd, *tmp = b->fwd + H;
-    body_matvec_x(b, pre, P[WX], x, H); /* float, or format 11's integer products in a static stream */
+    body_matvec_x(b, pre, P[WX], x, H); /* float, or the integer products (§2.6): static stream, heads mode */
     body_matvec_h(b, tmp, P[WH], h, H);
     kern_add3(pre, pre, tmp, P[BH], H); /* (Wx·x + Wh·h) + bh */
     kern_tanh_vec(h, pre, H);

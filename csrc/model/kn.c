@@ -1,6 +1,6 @@
-/* model/kn.c: the interpolated Kneser-Ney trigram expert (codec/FORMAT.md §2.5; kn.h).
+/* model/kn.c: the interpolated Kneser-Ney trigram expert (docs/format.md §2.5; kn.h).
  *
- * Section layout (MODEL_FORMAT.md field 13a), little-endian, no padding:
+ * Section layout (docs/model_format.md field 13a), little-endian, no padding:
  *   lam f32 | m3 u32 | n2 u32 | n3 u32 | p1 V×f32 | g2 V×f32 | o2 (V+1)×u32 | e2 n2×(w u32, a f32)
  *   | k3 m3×u64 | g3 m3×f32 | o3 (m3+1)×u32 | e3 n3×(w u32, a f32)
  * Bigram context v owns e2[o2[v] .. o2[v+1]); trigram context i (key k3[i] = u·V + v, keys strictly
@@ -108,7 +108,7 @@ Kn* kn_new(const uint8_t* b, size_t n, int V, int C, const int32_t* cs, const in
         if (!fin_nonneg(k->g3[i] = rdf(p))) goto fail;
     for (uint32_t i = 0; i <= m3; i++, p += 4) k->o3[i] = rd32(p);
     if (!read_entries(p, k->o3, m3, n3, V, k->w3, k->a3)) goto fail;
-    /* P1c: the unigram's class sums, ascending w (FORMAT.md §2.5) */
+    /* P1c: the unigram's class sums, ascending w (docs/format.md §2.5) */
     for (int c = 0; c < C; c++) {
         float s = 0.0f;
         for (int w = cs[c]; w < cs[c + 1]; w++) s = s + k->p1[w];

@@ -1,6 +1,6 @@
-/* model/kn.h: the interpolated Kneser-Ney word trigram expert of codec/FORMAT.md §2.5.
+/* model/kn.h: the interpolated Kneser-Ney word trigram expert of docs/format.md §2.5.
  *
- * Owns the KN tables of a model file (MODEL_FORMAT.md field 13a: the probabilities the trainer estimated,
+ * Owns the KN tables of a model file (docs/model_format.md field 13a: the probabilities the trainer estimated,
  * stored, so the core only adds and multiplies them) and the class-factored distribution they give after
  * the two previous tokens (u, v):
  *     p2(w|v)   = a2(v,w) + g2[v]·p1[w]

@@ -1,13 +1,14 @@
-/* lm.c: what every model type shares (codec/FORMAT.md §2, §6): the immutable weights, one stream's state,
+/* lm.c: what every model type shares (docs/format.md §2, §6): the immutable weights, one stream's state,
  * the input layer, the heads, the truncated-BPTT backward driver, the dynamic-evaluation update with lazy
  * decay, snapshot/rollback.  The model type's own layer (the body: elman.c, ...) is called through its
  * LmBodyOps (body.h).
  *
  * Forward (§2): logits from h = S[0..H) (S the body's state); after the token, the input
  * x = (E[w] + Ecase[case]) + Egap[gap] (D), then the body's step advances S.  Head products by kern_matvec
- * (16-lane canonical order); in a static stream of format 11 the class and word heads (and the body's products,
- * body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6, lm_set_qforward); in a dynamic
- * stream in heads mode (format 12), whose schedule adapts the heads only (§6.5), the body's products so.
+ * (16-lane canonical order); in a static stream with the integer forward the class and word heads (and the
+ * body's products, body.h) by kern_matvec_q8 from int8 rows, h on its grid once per token (§2.6,
+ * lm_set_qforward); in a dynamic stream in heads mode, whose schedule adapts the heads only (§6.5), the body's
+ * products so.
  *
  * Segment (adaptive mode): lm_advance records for token t the state S_t it was predicted from, its
  * logits (class, the word logits of its class, case, gap) and its symbols.  The loss of token t is
@@ -24,7 +25,7 @@
  *
  * Update (§6), step_t = lr / (ms_t + eps) (float), lim = lr·LM_CLIP (float), per parameter:
  *   th = (th − clamp(step_t·g, −lim, lim)) + decay·(th0 − th)        (kern_sgd_decay)
- * A stream's rates (lm_set_rates a, b; format 13's heads mode, §6.5) are step_t·a, lim·a and decay·b.
+ * A stream's rates (lm_set_rates a, b; heads mode's a = 2, b = 1, §6.5) are step_t·a, lim·a and decay·b.
  * Dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are updated every segment (heads mode's schedule,
  * §6.5, lm_set_schedule: only Wc, bc, Uc, Ug, and of the big tables Wo/bo and Bcase/Bgap).  Big tables are
  * updated only in the rows the segment touched: E rows of the inputs w_0..w_{T−2}, Wo/bo rows of every
@@ -83,7 +84,7 @@ struct LmWeights {
     int32_t* cs;         /* (C+1) class_start */
     int32_t* cls;        /* (V) class of each id */
     Kn* kn;              /* the Kneser-Ney expert (§2.5), or NULL */
-    /* the integer forward of format 11's static streams (§2.6): Wc and the body's h_tensor and x_tensor, made
+    /* the integer forward (§2.6; heads mode's body too, §6.5): Wc and the body's h_tensor and x_tensor, made
      * here; Wo's rows a class at a time, by the first stream that reads the class (qo_st[c]: 0 not made,
      * 1 being made, 2 ready), so a small input quantises only the classes it uses */
     LmQ8 qc, qb, qx, qo;
@@ -738,7 +739,7 @@ void lm_params(const Lm* m, float* out) {
     if (m->adapt) copy_adapted(m, out, m->p, m->matE, m->matB, m->matC);
 }
 
-/* ---- the integer forward (format 11's static streams, §2.6) ---- */
+/* ---- the integer forward (static streams, §2.6; heads mode's body, §6.5) ---- */
 
 /* Which products are integer, from the level asked for and the schedule: a static stream's heads and body
  * (§2.6); an adaptive stream's body when its schedule never adapts the body or the embeddings (heads only,
@@ -842,7 +843,7 @@ static void gap_logits(Lm* m, int w) {
     m->zg_w = w;
 }
 
-/* ---- the Kneser-Ney mixture (FORMAT.md §2.5) ----
+/* ---- the Kneser-Ney mixture (docs/format.md §2.5) ----
  * softmax for the mixture: mx = max z (sequential), e_i = kern_exp(z_i - mx), s = Σ e_i ascending,
  * q_i = e_i / s.  With λ the network's weight and p the expert's (kn.c):
  *   class c:        zc'[c] = kern_log(λ·q_c + (1 - λ)·P(c))

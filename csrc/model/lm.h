@@ -1,5 +1,5 @@
 /* lm.h: the one model interface of the core: an immutable model (weights, shapes, dynamic-evaluation
- * constants) of any model type, and one stream's state over it (codec/FORMAT.md §2, §6).
+ * constants) of any model type, and one stream's state over it (docs/format.md §2, §6).
  *
  * An LmWeights is the trained model θ0, shared by every stream, context and thread; an Lm is one stream's
  * state over it: the body's state S (S[0..H) = h) and, in adaptive mode, the weights it has adapted, the
@@ -56,7 +56,7 @@ void lm_tensor_offsets(const NlmConfig* cfg, const LmBodyOps* body, size_t off[L
  * NLM_PARAM_F32.  The block is NOT copied when it is aligned for its type on a little-endian host: the
  * caller keeps it alive and unchanged until lm_weights_free (e.g. a mapped model file); otherwise a copy
  * is made (in native order).  Only the dense tensors (Ecase, Egap, the body's, Wc, bc, Uc, Ug) are
- * converted to float32 here; the big tables (E, Wo, bo, Bcase, Bgap) are read as stored.  Format 11's int8
+ * converted to float32 here; the big tables (E, Wo, bo, Bcase, Bgap) are read as stored.  The integer forward's int8
  * rows (§2.6) of Wc and the body's products are made here too; Wo's are made a class at a time, by the first
  * static stream that reads the class (V×H bytes reserved here, written only as classes are used).
  * ms: lm_tensor_count(body) floats (the training RMS gradient of each tensor).  class_start: C+1 ids
@@ -76,7 +76,7 @@ size_t lm_weights_memory(const LmWeights* w); /* bytes the model allocated (not 
  * Static (adapt 0): owns only S and the logit/activation buffers.  Dynamic (adapt 1): also the adapted
  * weights: a float32 copy of the dense tensors, and the rows of the big tables it has updated, copied
  * from θ0 the first time a segment touches them (E and Bcase/Bgap rows by word, Wo/bo rows a class at a
- * time); a row never touched reads θ0, which is exactly the value the row would hold (FORMAT.md §6).
+ * time); a row never touched reads θ0, which is exactly the value the row would hold (docs/format.md §6).
  * w must outlive the Lm.  Returns NULL and sets *err (NLM_ERR_NOMEM) on failure; err may be NULL. */
 Lm* lm_new(const LmWeights* w, int adapt, int* err);
 void lm_free(Lm* m);
@@ -93,7 +93,7 @@ int lm_class_of(const Lm* m, int w);
 int lm_class_start(const Lm* m, int c); /* first id of class c; c = C gives V */
 
 /* Logits from the current h (pointers into the state; see the validity rule above).  With a Kneser-Ney
- * expert (lm_weights_set_kn) the class and word logits are the mixture's (FORMAT.md §2.5) after the two
+ * expert (lm_weights_set_kn) the class and word logits are the mixture's (docs/format.md §2.5) after the two
  * previous tokens; the backward still uses the network's own. */
 const float* lm_class_logits(Lm* m);               /* (C) Wc·h + bc */
 const float* lm_word_logits(Lm* m, int c, int* n); /* (n) Wo[a:b]·h + bo[a:b], n = b - a */
@@ -115,7 +115,7 @@ void lm_advance(Lm* m, int w, int ccase, int gap, int case_coded);
  * nothing happens for an empty segment.  Static: just forgets the segment.  Returns 0. */
 int lm_end_segment(Lm* m);
 /* Which parts a dynamic stream adapts (issue 11's cheaper adaptation; (1, 0, 0) is dynamic mode, (0, 0, 0)
- * format 12's heads mode, the others measurements; the frame's version and flags decide): segment
+ * heads mode (§6.5), the others measurements; the frame's version and flags decide): segment
  * n (1, 2, ...) is deep when deep_every is 1, or n is a multiple of deep_every > 1; never when it is 0.  A
  * deep segment is the update above.  Any other one updates the heads only (Wc, bc, Wo, bo, Uc, Bcase, Ug,
  * Bgap; no gradient into h, no BPTT) and, with shallow_emb, also E, Ecase and Egap by one step of the
@@ -125,17 +125,17 @@ int lm_end_segment(Lm* m);
  * (heads mode, §6.5, for p = 0) the body never adapts, so its products are integer at qforward level 1.
  * NLM_ERR_STATE for a static state or a value outside 0..1024 / 0..1 / {0, 63..1000}. */
 int lm_set_schedule(Lm* m, int deep_every, int shallow_emb, int skip_permille);
-/* The update's rates of a dynamic stream (format 13's heads mode, §6.5): step_t·a and lim·a (float) for the
+/* The update's rates of a dynamic stream (heads mode's a = 2, b = 1, §6.5): step_t·a and lim·a (float) for the
  * trained step_t = lr/(ms_t + eps) and lim = lr·LM_CLIP, decay·b (float) and its catch-up factors q_k from
  * 1 − decay·b.  1, 1 (the default of a new state) is the trained rates, bit for bit.  Kept across lm_reset.
  * NLM_ERR_STATE for a static state, a or b outside 1..16 or decay·b >= 1; NLM_ERR_NOMEM. */
 int lm_set_rates(Lm* m, int a, int b);
 uint32_t lm_skipped(const Lm* m);
-/* The integer forward of formats 11 and 12 (FORMAT.md §2.6): on = in a static state the class head, the word
- * head and the body's products with h and x (Elman, LSTM: Wh·h, Wx·x) from int8 weights and activations on
- * their grids (kern_q8.c); in an adaptive state the body's products only, and only while the schedule never
- * adapts the body (lm_set_schedule (0, 0, p): format 12's heads mode, §6.5).  The case and gap heads and the biases stay
- * float.  Off is formats 1-10. */
+/* The integer forward (docs/format.md §2.6): on = in a static state the class head, the word head and the
+ * body's products with h and x (Elman, LSTM: Wh·h, Wx·x) from int8 weights and activations on their grids
+ * (kern_q8.c); in an adaptive state the body's products only, and only while the schedule never adapts the
+ * body (lm_set_schedule (0, 0, p); heads mode for p = 0, §6.5).  The case and gap heads and the biases stay
+ * float.  Off (every product in float) is a measurement option; the formats' choice is in formats.h. */
 int lm_set_qforward(Lm* m, int on); /* segments skip_permille skipped since the reset */
 /* on: every segment ends without backward or update, so an adaptive stream codes as a static one from its
  * current weights (an estimate that the caller rolls back with lm_restore; not part of any snapshot). */

@@ -1,4 +1,4 @@
-/* lstm.c: the LSTM body (codec/FORMAT.md §2.4): one layer of gated recurrence with a cell.
+/* lstm.c: the LSTM body (docs/format.md §2.4): one layer of gated recurrence with a cell.
  *
  * Tensors (in the block after Egap): Wx (4H×D), Wh (4H×H), b (4H), rows in gate order i, f, g, o (H each).
  * State S = [h (H), c (H)].  Forward, one step from input x (D):
@@ -58,7 +58,7 @@ static int da_floats(int D, int H, int param) {
 static void gates(LmBody* b, const float* const* P, const float* x, const float* h) {
     int H = b->H, H4 = 4 * b->H;
     float *a = A(b), *tmp = TMP(b), *gate = GATE(b);
-    body_matvec_x(b, a, P[WX], x, H4); /* float, or format 11's integer products in a static stream */
+    body_matvec_x(b, a, P[WX], x, H4); /* float, or the integer products (§2.6): static stream, heads mode */
     body_matvec_h(b, tmp, P[WH], h, H4);
     kern_add3(a, a, tmp, P[B], H4); /* (Wx·x + Wh·h) + b */
     for (int j = 0; j < H4; j++) tmp[j] = 0.5f * a[j];

@@ -1,4 +1,4 @@
-/* nplm.c: the NPLM body (codec/FORMAT.md §2.4; Bengio et al. 2003 without direct connections): h is a tanh
+/* nplm.c: the NPLM body (docs/format.md §2.4; Bengio et al. 2003 without direct connections): h is a tanh
  * layer over the embeddings of the last K tokens (K = the type's parameter, the context: n − 1 of an
  * n-gram), so the model remembers exactly K tokens and nothing else.
  *

@@ -1,4 +1,4 @@
-/* speller/speller.c: spelling cache, character speller and literal-gap model (codec/FORMAT.md §5).
+/* speller/speller.c: spelling cache, character speller and literal-gap model (docs/format.md §5).
  *
  * Owns every model of unknown bodies and literal gaps; all integer counts, all deterministic.
  *
@@ -28,7 +28,7 @@
  * or start) × 7 counts starting at 1; END has frequency 0 at position 0 and is implied at maxlen; after
  * each coded symbol its count += GAP_INC; a context whose total exceeds GAP_LIMIT is halved (rounded up).
  *
- * Byte-model speller (§5.4, format 5): the bodies of the group in coding order, each followed by ' ', are the
+ * Byte-model speller (§5.4): the bodies of the group in coding order, each followed by ' ', are the
  * history of a byte model (bytemodel/cm.c, speller sizes); known bodies and cache hits are only seen, an
  * escaped body is coded by it byte by byte up to the ' ' that ends it, with the PPM's distribution at that
  * position (sp_dist) as one more input of its mix; the PPM is updated as before.
@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The constants of the format (FORMAT.md §5); none may be overridden at build time. */
+/* The constants of the format (docs/format.md §5); none may be overridden at build time. */
 #define SPELL_INC 1              /* count increment of the speller */
 #define SPELL_LIMIT (1u << 16)   /* a speller context whose total exceeds this is halved */
 #define GAP_INC 16

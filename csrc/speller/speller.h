@@ -1,8 +1,8 @@
-/* speller/speller.h: unknown bodies and literal gaps (codec/FORMAT.md §5).
+/* speller/speller.h: unknown bodies and literal gaps (docs/format.md §5).
  *
  * Owns the spelling cache (PPM-C over the bodies already sent as <unk> in this frame), the adaptive
- * order-4 character PPM speller (primed once from a word list), the literal-gap model and, from format 5,
- * the byte-model speller (bytemodel/cm.h over the stream of bodies, the PPM one of its inputs, §5.4).
+ * order-4 character PPM speller (primed once from a word list), the literal-gap model and the byte-model
+ * speller (bytemodel/cm.h over the stream of bodies, the PPM one of its inputs, §5.4).
  * All are integer models driving the range coder of coder/rc.h; nothing here touches floats on the
  * coding path (libm log2 only fills the optional statistics).
  */
@@ -35,8 +35,9 @@ void speller_reset(Speller* s);
 int speller_save(Speller* s);
 int speller_restore(Speller* s);
 
-/* Which model spells escaped bodies: the primed order-4 PPM (§5.2, frame formats 1-4) or the byte model
- * over the token stream (§5.4, format 5).  A new speller is SPELLER_PPM.  Set a kind, then reset. */
+/* Which model spells escaped bodies: the primed order-4 PPM alone (§5.2; a measurement option, the formats'
+ * choice is in formats.h) or the byte model over the token stream (§5.4, the format's).  A new speller is
+ * SPELLER_PPM.  Set a kind, then reset. */
 #define SPELLER_PPM 0
 #define SPELLER_CM 1
 #define SPELLER_CM_ALL 2 /* measurement only, in no format: the byte model learns from every body (§5.4) */
@@ -50,7 +51,8 @@ void speller_see_body(Speller* s, const uint8_t* body, int n);
  * of the spelling (statistics only).  Returns 0 or a negative NLM_ERR_*. */
 int speller_code_unknown(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, int* hit, double* bits);
 /* The same with the cache's symbol (0 = escape, i + 1 = the i-th cached body) coded by code_sym over the
- * cache's counts instead of by those counts alone (format 9: codec/bodymix.c); code_sym NULL: as above. */
+ * cache's counts instead of by those counts alone (the body mixer, §5.1.1: codec/bodymix.c); code_sym NULL:
+ * as above. */
 typedef int (*SpellerSymCoder)(void* ctx, Rc* rc, const Fen* counts, int* sym, double* bits); /* bits as below */
 int speller_code_unknown_with(Speller* s, Rc* rc, uint8_t* buf, int* len, int maxlen, SpellerSymCoder code_sym,
                               void* ctx, int* hit, double* bits);
