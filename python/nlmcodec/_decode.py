@@ -203,10 +203,13 @@ class FrameDecoder:
     more input (eof is True at the end of the frame, unused_data then holds the bytes after it).
     complete=True: no more input will come, so a frame that cannot finish is reported as truncated.
     max_output: None, or the most bytes this frame may decode to (NLMError beyond, before decoding).
+    plan(model_id, adapt, threads) -> threads, called once the header is read, before any codec is made: the
+    threads the decode may use (fewer under a memory limit), or NLMError (_memory.threads_within).
     """
 
-    def __init__(self, get_codec, release_codec=None, threads: int = 1, max_output=None):
+    def __init__(self, get_codec, release_codec=None, threads: int = 1, max_output=None, plan=None):
         self._get_codec, self._release_codec = get_codec, release_codec
+        self._plan = plan
         self._threads = max(1, int(threads))
         self._max_output = max_output
         self._declared = 0            # output bytes declared by the blocks parsed so far
@@ -339,6 +342,8 @@ class FrameDecoder:
 
     def _parse_header(self):
         adapt, check, model_id, n = F.parse_header(self._rest())
+        if self._plan is not None:
+            self._threads = self._plan(model_id, adapt, self._threads)
         self._stage = "blocks"
         self.adapt, self.check, self.model_id = adapt, check, model_id
         self._pos += n

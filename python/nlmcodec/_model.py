@@ -334,6 +334,12 @@ class Model:
             self._id = hashlib.sha256(self._file).digest()
         return self._id
 
+    def file_size(self) -> int:
+        """Bytes of the model file: what a decode holds of the model (mapped or read), shared by its codecs."""
+        if self._file is None:
+            self.to_bytes()
+        return len(self._file)
+
     def native(self):
         """The C model (one per Model, built on first use, shared by every codec on any thread)."""
         if self._native is None:

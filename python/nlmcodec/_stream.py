@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from . import _decode, _encode, _frame
+from . import _decode, _encode, _frame, _memory
 from ._errors import NLMError
 from ._frame import CHECK_CRC32, CHECK_NONE
 from ._registry import acquire_codec, load_model, model_by_id, release_codec, resolve
@@ -73,6 +73,11 @@ class NLMCompressor(_NoPickle):
         self.check = check
         self.threads = threads
         self.model_id = self._model.model_id
+        need = _memory.decode_need(self._model, self.adapt, 1)
+        if need > _memory.DEFAULT_MEMLIMIT:
+            raise NLMError(f"memory limit: a frame of this model in this mode needs up to {-(-need // _memory.MIB)} "
+                           f"MiB to decode, more than decoders accept by default "
+                           f"({_memory.DEFAULT_MEMLIMIT // _memory.MIB} MiB): use a smaller model or static mode")
         self._last_progress = 0
         key = self._model
         self._enc = _encode.FrameEncoder(lambda: acquire_codec(key, self.adapt), release_codec,
@@ -110,15 +115,20 @@ class NLMDecompressor(_NoPickle):
     max_output: None (no bound), or the most bytes the frame may decode to.  The bound is checked against
     the sizes the frame declares: a block that would take the output past it raises NLMError ("output
     limit") before it is decoded, so the work and the output are bounded by max_output whatever the
-    frame claims.  (Like lzma's memlimit; it bounds the output, which is what the memory of a one-shot
-    decompress holds.)
+    frame claims.  (It bounds the output, which is what the memory of a one-shot decompress holds.)
+
+    memlimit: None (the default, _memory.DEFAULT_MEMLIMIT: 1 GiB), 0 (no limit), or the most bytes the decode
+    itself may need (the model, and per thread a codec, a byte model and the output in flight: docs/format.md
+    §7.6).  A frame that needs more on one thread raises NLMError ("memory limit") before any codec is made;
+    with several threads the decoder uses as many as fit.
     """
 
-    def __init__(self, *, model=None, threads=1, max_output=None):
+    def __init__(self, *, model=None, threads=1, max_output=None, memlimit=None):
         threads = _threads_arg(threads)
         self.max_output = _max_output_arg(max_output)
+        self.memlimit = _memory.memlimit_arg(memlimit)
         self._model = None if model is None else load_model(model)
-        self._dec = _decode.FrameDecoder(self._get_codec, release_codec, threads, self.max_output)
+        self._dec = _decode.FrameDecoder(self._get_codec, release_codec, threads, self.max_output, self._plan)
         self._out = b""                 # the piece of output being handed out, from _out_pos on
         self._out_pos = 0
         self._extra = b""
@@ -145,7 +155,14 @@ class NLMDecompressor(_NoPickle):
         """Input bytes the decoder has consumed so far."""
         return self._dec.consumed
 
+    def _plan(self, model_id, adapt, threads):
+        model = None if model_id is None else self._model_of(model_id)
+        return _memory.threads_within(model, adapt, threads, self.memlimit)
+
     def _get_codec(self, model_id, adapt):
+        return acquire_codec(self._model_of(model_id), adapt)
+
+    def _model_of(self, model_id):
         if self._model is not None:
             if self._model.model_id != model_id:
                 raise NLMError(f"model mismatch: the frame was compressed with model {model_id.hex()}, "
@@ -156,7 +173,7 @@ class NLMDecompressor(_NoPickle):
             if model is None:
                 raise NLMError(f"the frame needs model {model_id.hex()}, which is not bundled (nor on the model "
                                    f"search path: NLMCODEC_MODEL_PATH, add_model_dir); pass it with model=")
-        return acquire_codec(model, adapt)
+        return model
 
     def decompress(self, data, /, max_length=-1, *, _complete=False) -> bytes:
         if self._error is not None:
@@ -215,11 +232,11 @@ def compress(data, /, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC
     return c.compress(data) + c.flush()
 
 
-def decompress(data, /, *, model=None, threads=1, max_output=None) -> bytes:
+def decompress(data, /, *, model=None, threads=1, max_output=None, memlimit=None) -> bytes:
     """Decompress every concatenated frame in data.  Truncated input, trailing garbage, corruption or a
     wrong or missing model raise NLMError.  max_output: None, or the most bytes all the frames together
     may decode to; a frame whose declared sizes exceed what is left of it raises NLMError before any of
-    it is decoded (use it for untrusted input)."""
+    it is decoded (use it for untrusted input).  memlimit: as NLMDecompressor's."""
     max_output = _max_output_arg(max_output)
     data = bytes(memoryview(data).cast("B"))
     if not data:
@@ -227,7 +244,7 @@ def decompress(data, /, *, model=None, threads=1, max_output=None) -> bytes:
     out, produced = [], 0
     while True:
         left = None if max_output is None else max_output - produced
-        d = NLMDecompressor(model=model, threads=threads, max_output=left)
+        d = NLMDecompressor(model=model, threads=threads, max_output=left, memlimit=memlimit)
         out.append(d.decompress(data, _complete=True))
         produced += len(out[-1])
         if not d.eof:  # pragma: no cover - complete=True raises first
