@@ -31,10 +31,10 @@ def _sig(f):
 
 def test_signatures():
     assert _sig(nlmcodec.compress) == "(data, /, *, model=None, adapt='heads', check=1, threads=1)"
-    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1, max_output=None)"
+    assert _sig(nlmcodec.decompress) == "(data, /, *, model=None, threads=1, max_output=None, memlimit=None)"
     assert _sig(nlmcodec.get_frame_info) == "(data)"
     assert _sig(nlmcodec.NLMCompressor) == "(*, model=None, adapt='heads', check=1, threads=1)"
-    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads", "max_output"]
+    assert list(inspect.signature(nlmcodec.NLMDecompressor).parameters) == ["model", "threads", "max_output", "memlimit"]
     assert list(inspect.signature(nlmcodec.NLMDecompressor.decompress).parameters)[:3] == ["self", "data", "max_length"]
     assert nlmcodec.FrameInfo._fields == ("format_version", "adapt", "check", "model_id", "decompressed_size",
                                           "blocks", "groups")
