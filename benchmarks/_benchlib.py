@@ -11,6 +11,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load_bench():
+    """_bench.py, and the test models (tests/models: "tiny" ...) on the model search path of this process and
+    its children."""
+    models = os.path.join(REPO, "tests", "models")
+    paths = [d for d in os.environ.get("NLMCODEC_MODEL_PATH", "").split(os.pathsep) if d]
+    if os.path.isdir(models) and models not in paths:
+        os.environ["NLMCODEC_MODEL_PATH"] = os.pathsep.join(paths + [models])
     path = os.path.join(REPO, "python", "nlmcodec", "_bench.py")
     if not os.path.isfile(path):  # an installed nlmcodec without the source tree
         from nlmcodec import _bench
@@ -27,16 +33,16 @@ def load_bench():
 
 def code_group(model, text: bytes, adapt: bool, **reset_args):
     """text as one group of the encoder's word-model blocks from the trained state (nlmcodec imported here,
-    not above): (payload bytes of each block, the codec's statistics, CPU seconds).  reset_args: Codec.reset's
-    (the defaults: the current format; _frame.codec_options(v) gives format v's); with max_tokens=0 (formats
-    1-6) the blocks are the 64 KiB pieces of those formats' encoder, so figures recorded then reproduce."""
+    not above): (payload bytes of each block, the codec's statistics, CPU seconds).  reset_args: options of
+    Codec.lab_reset (none: the current format in the codec's mode); with max_tokens=0 the blocks are 64 KiB
+    pieces, without the token bound."""
     import time
 
     from nlmcodec import _core
     from nlmcodec._encode import BLOCK_SIZE, _model_pieces, _pieces
 
     c = _core.Codec(model, adapt)
-    c.reset(**reset_args)
+    c.lab_reset(**reset_args) if reset_args else c.reset()
     pieces = _pieces(text, BLOCK_SIZE) if reset_args.get("max_tokens") == 0 else _model_pieces(text)
     t = time.process_time()
     sizes = [len(c.encode_block(text[pos:pos + k])) for pos, k in pieces]

@@ -1,4 +1,4 @@
-"""Issue 9's table: the files the word model cannot help, exact sizes in both modes against the anchors
+"""The files the word model cannot help: exact sizes in the three modes against the anchors
 (xz -9e and PPMd order 16 from benchmarks/anchor_sizes.json), the block kinds the encoder chose, and CPU
 speed of compress and decompress (one core, median of --runs) with xz -9e and PPMd (pyppmd order 16, when
 installed) measured in the same run.
@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import nlmcodec  # noqa: E402
 from nlmcodec._bench import require_corpus_dir  # noqa: E402
 
+MODES = (("static", False), ("heads", "heads"), ("dynamic", True))
 FILES = ["zlib-source.c", "apache-access.log", "company-tickers.json", "german-gutenberg.txt", "bib", "bible.txt",
          "cp.html", "fields.c", "progc", "progl", "progp", "trans", "world192.txt", "xargs.1", "xml", "reymont"]
 
@@ -72,34 +73,30 @@ def main(argv=None):
         if pyppmd is not None:
             _, t_pp = cpu(lambda: pyppmd.compress(data, max_order=16, mem_size=256 << 20, variant="I"), a.runs)
             row["ppmd_kbs"] = n / 1000 / t_pp
-        for mode, adapt in (("static", False), ("dynamic", True)):
+        for mode, adapt in MODES:
             f, tc = cpu(lambda: nlmcodec.compress(data, model=model, adapt=adapt), a.runs)
             out, td = cpu(lambda: nlmcodec.decompress(f), a.runs)
             assert out == data, name
             kinds = sorted({b.kind for b in nlmcodec.get_frame_info(f).blocks})
             row[mode] = {"size": len(f), "kinds": kinds, "c_kbs": n / 1000 / tc, "d_kbs": n / 1000 / td}
         rows.append(row)
-        s, d = row["static"], row["dynamic"]
-        print(f"{name:22s} {n:>10,} static {s['size']:>9,} ({s['size'] / row['ppmd']:.3f} PPMd, "
-              f"{s['size'] / row['xz']:.3f} xz) dynamic {d['size']:>9,} ({d['size'] / row['ppmd']:.3f} PPMd, "
-              f"{d['size'] / row['xz']:.3f} xz)  {'+'.join(d['kinds'])}  c {s['c_kbs']:.0f}/{d['c_kbs']:.0f} "
-              f"d {s['d_kbs']:.0f}/{d['d_kbs']:.0f} KB/s, xz -9e {row['xz_kbs']:.0f}", flush=True)
-    lines = ["# The files the word model cannot help (issue 9)", "",
-             f"`python benchmarks/byte_targets.py --runs {a.runs}`: exact sizes with the default model against "
-             "xz -9e and PPMd order 16 (`benchmarks/anchor_sizes.json`); block kinds of the dynamic frame; CPU "
-             "speed of one core (median), xz -9e measured in the same run.", "",
-             "| file | bytes | xz -9e | PPMd o16 | static | dynamic | dynamic / PPMd | dynamic / xz | static / PPMd "
-             "| static / xz | blocks | compress KB/s s / d | decompress KB/s s / d | xz -9e KB/s | PPMd KB/s "
-             "| compress / xz (s / d) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+        print(f"{name:22s} {n:>10,} " + " ".join(f"{m} {row[m]['size']:>9,} ({row[m]['size'] / row['ppmd']:.3f} PPMd)"
+                                                 for m, _ in MODES) + f"  {'+'.join(row['heads']['kinds'])}", flush=True)
+    lines = ["# The files the word model cannot help", "",
+             f"`python benchmarks/byte_targets.py --runs {a.runs} -o benchmarks/byte_targets.md`: exact sizes with "
+             "the default model in the three modes against xz -9e and PPMd order 16 (`benchmarks/anchor_sizes.json`); "
+             "block kinds of the heads-mode (default) frame; CPU speed of one core (median of the runs), xz -9e "
+             f"measured in the same run (load average at the start: {os.getloadavg()[0]:.1f}).", "",
+             "| file | bytes | xz -9e | PPMd o16 | static | heads | dynamic | heads / PPMd | heads / xz | blocks (heads) "
+             "| compress KB/s s / h / d | decompress KB/s s / h / d | xz -9e KB/s | PPMd KB/s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in rows:
-        s, d = r["static"], r["dynamic"]
-        lines.append(f"| {r['file']} | {r['bytes']:,} | {r['xz']:,} | {r['ppmd']:,} | {s['size']:,} | {d['size']:,} "
-                     f"| {d['size'] / r['ppmd']:.3f} | {d['size'] / r['xz']:.3f} | {s['size'] / r['ppmd']:.3f} "
-                     f"| {s['size'] / r['xz']:.3f} | {'+'.join(d['kinds'])} | {s['c_kbs']:.0f} / {d['c_kbs']:.0f} "
-                     f"| {s['d_kbs']:.0f} / {d['d_kbs']:.0f} | {r['xz_kbs']:.0f} "
-                     f"| {'%.0f' % r['ppmd_kbs'] if r['ppmd_kbs'] else '-'} "
-                     f"| {s['c_kbs'] / r['xz_kbs']:.2f} / {d['c_kbs'] / r['xz_kbs']:.2f} |")
+        s_, h, d = r["static"], r["heads"], r["dynamic"]
+        lines.append(f"| {r['file']} | {r['bytes']:,} | {r['xz']:,} | {r['ppmd']:,} | {s_['size']:,} | {h['size']:,} "
+                     f"| {d['size']:,} | {h['size'] / r['ppmd']:.3f} | {h['size'] / r['xz']:.3f} | {'+'.join(h['kinds'])} "
+                     f"| {s_['c_kbs']:.0f} / {h['c_kbs']:.0f} / {d['c_kbs']:.0f} "
+                     f"| {s_['d_kbs']:.0f} / {h['d_kbs']:.0f} / {d['d_kbs']:.0f} | {r['xz_kbs']:.0f} "
+                     f"| {'%.0f' % r['ppmd_kbs'] if r['ppmd_kbs'] else '-'} |")
     text = "\n".join(lines) + "\n"
     if a.output:
         with open(a.output, "w") as fh:
