@@ -111,7 +111,7 @@ def _chunks(b, n):
     return [b[i:i + n] for i in range(0, len(b), n)] or [b""]
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", [False, True, "heads"])
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 10 ** 7])
 def test_incremental_equals_one_shot(tiny_model, adapt, chunk):
     data = TEXT[:3000] if chunk == 1 else TEXT
@@ -188,12 +188,12 @@ def test_lzma_block_is_documented_raw_lzma2():
 
 def test_refused_block_leaves_the_codec_state(tiny_model):
     """The real C codec refuses a block it cannot code (a whitespace run over 65,535 bytes) before touching
-    any state: the next block codes exactly as if the attempt had never been made, in both modes."""
+    any state: the next block codes exactly as if the attempt had never been made, in every mode."""
     from nlmcodec._core import Codec
     from nlmcodec._errors import ERR_UNSUPPORTED
     x, z = TEXT[:3000], TEXT[3000:6000]
     y = TEXT[6000:7000] + b"\t" * 70000 + TEXT[7000:8000]       # tokens first, then the refused run
-    for adapt in (False, True):
+    for adapt in (False, True, "heads"):
         a, b = Codec(tiny_model, adapt), Codec(tiny_model, adapt)
         a.reset(), b.reset()
         assert a.encode_block(x) == b.encode_block(x)
@@ -214,7 +214,7 @@ def test_internal_errors_are_not_fallbacks(tiny_model):
     assert nlmcodec.NLMError("x").code is None and ERR_UNSUPPORTED == -9
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_fallback_between_model_blocks(tiny_model, adapt):
     """Word-model blocks on both sides of refused blocks decode (the real codec, the real encoder)."""
     data = TEXT[:30000] + b"\t" * 140000 + TEXT[30000:]

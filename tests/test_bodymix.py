@@ -5,8 +5,8 @@
   the cache symbol's bits, and the statistics say the experts named most of them.
 * It round-trips static and dynamic, with the default model too, and over more distinct unknown bodies than
   one symbol's candidates (stage B, the excluded PPM-C code, is used).
-* save/restore returns the mixer exactly: a block coded after a restore is byte-identical to the block coded
-  by a fresh context that never saw the discarded one.
+* save/restore returns the mixer exactly (static, dynamic and heads, the default mode): a block coded after a
+  restore is byte-identical to the block coded by a fresh context that never saw the discarded one.
 * A cache level outside 0..2 is refused.
 * The second reader of tests/format_reader.py decodes the format-9 vectors (test_format_reader).
 """
@@ -81,7 +81,7 @@ def test_many_distinct_bodies_round_trip(tiny_model):
     assert st["cache_hits"] > 1000 and st["bm_candidates"] < st["cache_hits"], st
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", [False, True, "heads"], ids=["static", "dynamic", "heads"])
 def test_restore_returns_the_mixer_state(tiny_model, adapt):
     first, discarded, last = names_text(80, seed=1), names_text(80, seed=2), names_text(80, seed=4)
     a = Codec(tiny_model, adapt)

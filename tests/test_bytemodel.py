@@ -4,7 +4,8 @@
   present) clang: every build codes the same inputs to the same payloads (size and FNV-1a hash), and each
   decodes its own payloads back;
 * exact sizes of the byte model alone on generated inputs (what this release writes, pinned);
-* frames: byte-model runs over several blocks, several groups and threads, fed in pieces, both modes;
+* frames: byte-model runs over several blocks, several groups and threads, fed in pieces, every mode (static,
+  dynamic and heads, the default);
 * hostile payloads fail with NLMError and stop early.
 """
 import pathlib
@@ -95,7 +96,7 @@ def test_byte_model_beats_lzma_on_structured_text():
     assert len(bc.encode_block(log, len(log))) < 0.8 * len(_frame.lzma_compress(log, 9))
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_runs_over_blocks_and_groups(adapt):
     data = log_text(700_000)
     f = nlmcodec.compress(data, adapt=adapt)

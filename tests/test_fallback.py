@@ -2,9 +2,10 @@
 
 * a Hypothesis property over adversarial mixtures (whitespace runs of 65,535 / 65,536 / 70,000 bytes,
   words over 32 bytes, 20-digit numbers, NUL, invalid UTF-8, binary islands), placed at block
-  boundaries, in both modes;
+  boundaries, in every mode (static, dynamic and heads, the default);
 * the reproducer of issue 8 (a 70,000-byte space run between English texts, default model, static);
-* the same frame for every thread count, and any thread count decodes any frame.
+* the same frame for every thread count in every mode, and any thread count decodes any frame;
+* snapshots (save/restore) in every mode.
 """
 import os
 
@@ -19,6 +20,8 @@ from nlmcodec import _encode, _registry
 from conftest import word_salad
 
 B = _encode.BLOCK_SIZE
+MODES = [False, True, "heads"]                  # static, dynamic and heads (the default mode)
+MODE_IDS = ["static", "dynamic", "heads"]
 
 ISLANDS = {
     "spaces65535": b" " * 65535,
@@ -52,7 +55,8 @@ def _mixture(segments, seed):
 
 @settings(max_examples=PROPERTY_RUNS, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                            HealthCheck.too_slow])
-@given(segments=st.lists(segment, min_size=1, max_size=4), seed=st.integers(0, 1000), adapt=st.booleans())
+@given(segments=st.lists(segment, min_size=1, max_size=4), seed=st.integers(0, 1000),
+       adapt=st.sampled_from(MODES))
 def test_adversarial_mixtures_round_trip(tiny_model, segments, seed, adapt):
     data = _mixture(segments, seed)
     f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
@@ -62,13 +66,13 @@ def test_adversarial_mixtures_round_trip(tiny_model, segments, seed, adapt):
 
 def test_refused_whole_block_between_model_blocks(default_model):
     """A block made only of a 65,536-byte whitespace run is refused by the word model: no word-model block
-    holds it, and the frame decodes (both modes).  The default model wins the prose on both sides (the
+    holds it, and the frame decodes (every mode).  The default model wins the prose on both sides (the
     tiny one no longer does: from format 6 a byte model close to it on the first block is coded alongside,
     and on this input it wins the whole group)."""
     prose = short_text(90_000)
     head = prose[:15_000]
     data = head + b" " * ((-len(head)) % B) + b" " * B + b"\t" * 10 + prose[15_000:]
-    for adapt in (False, True):
+    for adapt in MODES:
         f = nlmcodec.compress(data, model=default_model, adapt=adapt)
         blocks = nlmcodec.get_frame_info(f).blocks
         kinds = [b.kind for b in blocks]
@@ -86,18 +90,43 @@ def _frame_with(model, data, adapt, threads, group_size):
     return enc.feed(data) + enc.finish()
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+def _prose(n):
+    """n bytes of English prose the tiny model wins even in static mode (it loses word salad to the byte
+    model there), with no corpus needed: the standard library's pydoc topics."""
+    from pydoc_data import topics
+
+    text = "\n".join(topics.topics[k] for k in sorted(topics.topics)).encode()
+    assert len(text) >= n
+    return text[:n]
+
+
+def _group_kinds(info):
+    """The kinds of block in each group of a frame."""
+    out, blocks = [], iter(info.blocks)
+    for g in info.groups:
+        n, kinds = 0, set()
+        while n < g.size:
+            b = next(blocks)
+            n += b.size
+            kinds.add(b.kind)
+        out.append(kinds)
+    return out
+
+
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
 def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
-    """Small groups (the group size is the encoder's policy, the same for every thread count)."""
-    data = _mixture([("binary", 10, 9000), ("spaces70000", 0, 20000)], 7) + word_salad(60000, seed=8)
+    """Small groups (the group size is the encoder's policy, the same for every thread count).  In every mode
+    the input is cut into several groups whose cuts show in the frame: word-model groups (the prose), each
+    coded from the trained state, so a group size that depended on the thread count would change the frame
+    in static mode too (plain groups alone would not show it: consecutive ones are coded together)."""
+    data = _mixture([("binary", 10, 9000), ("spaces70000", 0, 20000)], 7) + _prose(200_000)
     frames = {t: _frame_with(tiny_model, data, adapt, t, 80 << 10) for t in (1, 2, 3, 8)}
-    assert len(set(frames.values())) == 1
     f = frames[1]
-    info = nlmcodec.get_frame_info(f)
-    # groups without a word-model block are coded together: static mode (the tiny model loses this word
-    # salad to the byte model) has fewer groups; dynamic mode keeps word-model groups apart (3 since the
-    # probe codes without adapting, 4 before)
-    assert len(info.groups) >= (3 if adapt else 1)
+    kinds = _group_kinds(nlmcodec.get_frame_info(f))
+    # groups without a word-model block are coded together (the salad and islands before the prose: one plain
+    # group in every mode); the prose is cut into word-model groups
+    assert len(kinds) >= 3 and sum("model" in k for k in kinds) >= 2, kinds
+    assert all(frames[t] == f for t in frames), [t for t in frames if frames[t] != f]
     for t in (1, 2, 3, 8):
         assert nlmcodec.decompress(f, model=tiny_model, threads=t) == data
     # incremental decoding with threads, fed in small pieces, max_length respected
@@ -110,19 +139,25 @@ def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
     assert d.eof and bytes(got) == data
 
 
+ENGLISH_FILES = ("book1", "book2", "plrabn12.txt", "lcet10.txt", "news", "alice29.txt", "asyoulik.txt", "paper1",
+                 "paper2", "paper3", "paper4", "paper5", "paper6")
+
+
 @pytest.mark.slow
-def test_threads_identical_frames_default_groups(tiny_model, monkeypatch):
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
+def test_threads_identical_frames_default_groups(tiny_model, adapt):
     """The shipped group size (4 MiB): 1 and 2 threads write the same frame, both decode it (the thread counts
-    against the group count, 1, 2, 3 and 8 threads, are test_thread_count_does_not_change_the_frame's)."""
-    # the tiny model wins this salad only by adapting: the encoder's probe, which codes without adapting, would
-    # rule it out, so the probe is turned off to get word-model blocks (what this test is about)
-    monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
-    data = word_salad(1000000, seed=11) + b"\n"       # ~4.5 MB: 2 groups (no repeat: the word model's groups)
+    against the group count, 1, 2, 3 and 8 threads, are test_thread_count_does_not_change_the_frame's).  English
+    (the corpus's), which the tiny model codes in every mode (word salad it wins only in dynamic mode): the group
+    after the cut is a word-model group, coded from the trained state, so the cut shows in the frame."""
+    data = b"".join(cc.read(cc.find(n)) for n in ENGLISH_FILES)
+    data += cc.read(cc.find("dickens"))[:4_700_000 - len(data)]     # ~4.7 MB: 2 groups
     assert len(data) > _encode.GROUP_SIZE
-    frames = {t: nlmcodec.compress(data, model=tiny_model, adapt=True, threads=t) for t in (1, 2)}
-    assert len(set(frames.values())) == 1
+    frames = {t: nlmcodec.compress(data, model=tiny_model, adapt=adapt, threads=t) for t in (1, 2)}
+    assert frames[2] == frames[1]
     f = frames[1]
-    assert len(nlmcodec.get_frame_info(f).groups) == 2
+    kinds = _group_kinds(nlmcodec.get_frame_info(f))
+    assert len(kinds) == 2 and "model" in kinds[1], kinds
     for t in (1, 2):
         assert nlmcodec.decompress(f, threads=t) == data
 
@@ -231,7 +266,7 @@ def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh", "after_a_block"])
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
 def test_a_snapshot_outlives_restores(default_model, adapt, warm):
     """The encoder reuses the probe's snapshot for the block after it (nlm.h nlm_codec_save): after two
     discarded attempts, each rolled back by restore() to one save(), the context codes the next block as a
@@ -262,7 +297,7 @@ def test_a_snapshot_outlives_restores(default_model, adapt, warm):
     assert after == fresh.encode_block(b)
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
 def test_each_save_replaces_the_snapshot(default_model, adapt):
     """The encoder saves before every block, so a snapshot is mostly made from the one before it: a save copies
     what changed since the last save or restore (the token cache's order slots written since, tokcache.c
@@ -311,7 +346,7 @@ def _spelled_text(n_words, seed):
     return b" ".join(r.choice(pool) if r.random() < 0.4 else r.choice(common) for _ in range(n_words)) + b"\n"
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
 def test_snapshots_of_spelling_state_are_exact(default_model, adapt):
     """A save copies only what changed since the last save or restore, and a restore only what changed since
     the save: the speller's PPM tables by the 64-byte chunks written (speller.c pstate_sync), the body mixer's

@@ -325,7 +325,7 @@ def test_readable_writable():
 
 
 # -------------------------------------------------------------------------------------------- read
-@pytest.mark.parametrize("adapt", [True, False])
+@pytest.mark.parametrize("adapt", [True, False, "heads"])
 @pytest.mark.parametrize("check", [CHECK_CRC32, CHECK_NONE])
 def test_read(adapt, check):
     with NLMFile(io.BytesIO(frame(INPUT, adapt, check))) as f:
@@ -611,7 +611,7 @@ def test_write():
             with pytest.raises(AttributeError):
                 f.name
         assert dst.getvalue() == COMPRESSED
-    for adapt, check in ((False, CHECK_CRC32), (True, CHECK_NONE)):
+    for adapt, check in ((False, CHECK_CRC32), (True, CHECK_NONE), ("heads", CHECK_NONE)):
         with io.BytesIO() as dst:
             with NLMFile(dst, "w", model=MODEL, adapt=adapt, check=check) as f:
                 f.write(INPUT)

@@ -4,7 +4,7 @@
 
 Our own words against our API, with the bundled "tiny" model and a few KB of real text (INPUT).  One
 format: wherever lzma runs a test per format (xz, alone, raw + filter chain), we run it per frame variant
-(adapt on/off, CHECK_CRC32/CHECK_NONE, word-model, lzma and stored blocks).  Where lzma raises LZMAError
+(static, dynamic and heads, CHECK_CRC32/CHECK_NONE, word-model, lzma and stored blocks).  Where lzma raises LZMAError
 we expect NLMError; where lzma.decompress() ignores trailing junk, nlmcodec raises NLMError (by design).
 
 CompressorDecompressorTestCase:
@@ -87,6 +87,8 @@ VARIANTS = {
     "model-static-crc32": (INPUT, False, CHECK_CRC32),
     "model-adapt-nocheck": (INPUT, True, CHECK_NONE),
     "model-static-nocheck": (INPUT, False, CHECK_NONE),
+    "model-heads-crc32": (INPUT, "heads", CHECK_CRC32),         # heads: the default mode
+    "model-heads-nocheck": (INPUT, "heads", CHECK_NONE),
     "lzma-block": (random.Random(3).randbytes(4096) * 50, True, CHECK_CRC32),   # long exact repeats: lzma wins
     "byte-block": (b"abc" * 3000, True, CHECK_CRC32),
     "stored-block": (NOISE, False, CHECK_CRC32),
@@ -107,7 +109,7 @@ def check_decompressor(d, data, want=INPUT, unused_data=b""):
 
 def test_frames_are_what_they_claim():
     kinds = {name: {b.kind for b in nlmcodec.get_frame_info(frame(*v)).blocks} for name, v in VARIANTS.items()}
-    assert kinds["model-adapt-crc32"] == kinds["model-static-crc32"] == {"model"}
+    assert kinds["model-adapt-crc32"] == kinds["model-static-crc32"] == kinds["model-heads-crc32"] == {"model"}
     assert kinds["lzma-block"] == {"lzma"} and kinds["stored-block"] == {"stored"} and kinds["empty"] == set()
     assert kinds["byte-block"] == {"byte"}
 
@@ -333,7 +335,7 @@ def test_decompressor_bug_28275():
 
 
 # -------------------------------------------------------------------------------------------- round trips
-@pytest.mark.parametrize("adapt", [True, False])
+@pytest.mark.parametrize("adapt", [True, False, "heads"])
 @pytest.mark.parametrize("check", [CHECK_CRC32, CHECK_NONE])
 def test_roundtrip(adapt, check):
     c = NLMCompressor(model=MODEL, adapt=adapt, check=check)
@@ -430,7 +432,7 @@ def test_decompress_bad_input(data):
         nlmcodec.decompress(data)
 
 
-@pytest.mark.parametrize("adapt", [True, False])
+@pytest.mark.parametrize("adapt", [True, False, "heads"])
 @pytest.mark.parametrize("check", [CHECK_CRC32, CHECK_NONE])
 def test_function_roundtrip(adapt, check):
     cdata = nlmcodec.compress(INPUT, model=MODEL, adapt=adapt, check=check)

@@ -1,5 +1,6 @@
-"""Lossless round trips: Hypothesis on arbitrary bytes and text-like strings (tiny model, both modes), and
-every benchmark / out-of-domain corpus file with the default model (slow)."""
+"""Lossless round trips: Hypothesis on arbitrary bytes and text-like strings (tiny model, every mode: static,
+dynamic and heads, the default), and every benchmark / out-of-domain corpus file with the default model in
+every mode (slow)."""
 import lzma
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import corpus_cache as cc
 import nlmcodec
 from nlmcodec import _encode
 
+MODES = [False, True, "heads"]          # static, dynamic and heads (the default mode)
+MODE_IDS = ["static", "dynamic", "heads"]
 HSET = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 text_like = st.lists(st.one_of(
@@ -20,7 +23,7 @@ text_like = st.lists(st.one_of(
 
 
 @HSET
-@given(data=st.binary(max_size=3000), adapt=st.booleans())
+@given(data=st.binary(max_size=3000), adapt=st.sampled_from(MODES))
 def test_roundtrip_bytes(tiny_model, data, adapt):
     f = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
     assert len(f) <= _encode.max_compressed_size(len(data))
@@ -28,14 +31,14 @@ def test_roundtrip_bytes(tiny_model, data, adapt):
 
 
 @HSET
-@given(text=text_like, adapt=st.booleans(), check=st.sampled_from([0, 1]))
+@given(text=text_like, adapt=st.sampled_from(MODES), check=st.sampled_from([0, 1]))
 def test_roundtrip_text(tiny_model, text, adapt, check):
     data = text.encode("utf-8", "surrogatepass")
     f = nlmcodec.compress(data, model=tiny_model, adapt=adapt, check=check)
     assert nlmcodec.decompress(f, model=tiny_model) == data
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", MODES)
 def test_roundtrip_word_model_blocks(tiny_model, adapt):
     """The word-model payload path itself, whatever the frame policy picks."""
     from nlmcodec._core import Codec
@@ -49,7 +52,7 @@ def test_roundtrip_word_model_blocks(tiny_model, adapt):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("path", cc.corpus_params())
 def test_roundtrip_corpus(default_model, path, adapt):
     f = cc.frame(path, adapt)

@@ -4,8 +4,8 @@
   the match flag finds few long matches) costs less with the cache than without it (exact sizes), and its
   statistics say why: every token mixed, the follower lists had most of the coded tokens.
 * It round-trips static and dynamic, with the default model too.
-* save/restore returns the cache exactly: a block coded after a restore is byte-identical to the same block
-  coded by a fresh context that never saw the discarded block.
+* save/restore returns the cache exactly (static, dynamic and heads, the default mode): a block coded after a
+  restore is byte-identical to the same block coded by a fresh context that never saw the discarded block.
 * Hostile shapes round-trip: one token repeated thousands of times (the lists and the unigram are halved
   over and over), and more distinct contexts than the tables hold (slots replaced).
 * With the cache off, a context writes format 7's bytes (the format-7 golden vectors re-encode:
@@ -64,7 +64,7 @@ def test_prose_round_trips_with_the_default_model(adapt):
     assert decode(model, payloads, blocks, adapt) == blocks
 
 
-@pytest.mark.parametrize("adapt", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("adapt", [False, True, "heads"], ids=["static", "dynamic", "heads"])
 def test_restore_returns_the_cache_state(tiny_model, adapt):
     a, b, x = phrases(200, 1), phrases(200, 2), phrases(200, 3)
     c = Codec(tiny_model, adapt)

@@ -4,8 +4,8 @@
   flag's statistics say why (predictions, hits).
 * An unknown word seen once is predicted as a token of the group: its repeats cost less than the spelling
   cache's pointer.
-* save/restore returns the match state exactly: a block coded after a restore is byte-identical to the same
-  block coded by a fresh context that never saw the discarded block.
+* save/restore returns the match state exactly (every mode, heads the default included): a block coded after a
+  restore is byte-identical to the same block coded by a fresh context that never saw the discarded block.
 * Hostile shapes round-trip: one token repeated thousands of times (the match runs on), and more distinct
   unknown bodies than the group's table holds (the overflow id, never predicted).
 * Format 10's two APMs code the flag in fewer bits than formats 6-9's one, on the same matches; a level
@@ -61,7 +61,7 @@ def test_an_unknown_word_becomes_a_token_of_the_group(tiny_model):
     assert len(on) < 0.6 * len(off)
 
 
-@pytest.mark.parametrize("adapt", [False, True])
+@pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_restore_returns_the_match_state(tiny_model, adapt):
     text = short_text(6000)
     a, b, x = text[:2000], text[2000:4000], text[4000:] + text[:1500]
