@@ -13,23 +13,28 @@ options), the rest is split by concern:
 Follows xz/zstd conventions: ``nlmcodec FILE`` writes ``FILE.nlm`` and keeps
 ``FILE``; ``-d`` strips the suffix; ``-c`` writes to stdout; ``-t`` tests; ``-l`` lists.  Exit status: 0 ok,
 1 error, 2 warning (an error wins over a warning), 128 + N after signal N (130 Ctrl-C, 143 SIGTERM,
-129 SIGHUP).  Bad options exit 1, not argparse's 2.
+129 SIGHUP; 141 when the reader of standard output went away, without a message, as xz dies of SIGPIPE).
+Bad options exit 1, not argparse's 2.  xz's -0 ... -9, --fast, --best and -e choose a mode (options.LEVEL_MODES:
+nlmcodec has modes, not presets); -F accepts auto and nlm; -M LIMIT is the decoder's memlimit=; -T defaults to 0
+(one thread per CPU: no thread count changes a byte).
 
-Safety rules: output goes to a temporary file in the destination directory that is renamed into place only
+Safety rules: output goes to a temporary file ``.NAME.PID.RANDOM.tmp`` in the destination directory (one left by a
+killed process is removed by the next run writing NAME once PID is gone) that is renamed into place only
 after it has been completely written and fsynced; every write is checked (a short write, a full disk or a
 closed pipe is an error); an existing file is never replaced without ``-f``; the input is removed only with
-``--rm``, only when writing to a file, only after the output has been verified and only if the input is
-unchanged since it was opened.
+``--rm``, only when writing to a file, only after the output has been verified, only if the input is
+unchanged since it was opened, and (without ``-f``) only if it has no other hard link.
 
 Streaming: inputs are read in CHUNK pieces and output is written as the coder returns it.  The coding runs
 in a worker thread; the main thread redraws the progress line and handles SIGINT/SIGTERM/SIGHUP (it removes
 the temporary outputs and exits at once, even while a C call of the coder is running).
 
 Only the public API of :mod:`nlmcodec` is used, plus ``nlmcodec._frame.list_frames`` for ``-l`` (standard
-input, which cannot seek, is read into memory first) and ``nlmcodec._registry`` for the names of the models.  ``-T N`` is passed to
-the coders as ``threads=N``; the progress line reads their ``progress`` counters.  ``--train`` is
-delegated to :mod:`nlmcodec.train` (``parse_args`` and ``run``), ``-b/--bench`` to
-``nlmcodec._bench.bench_main(files, opts)``, ``--explain`` to :mod:`nlmcodec._explain` (the page).
+input, which cannot seek, is read into memory first) and ``nlmcodec._registry`` for the names of the models.
+``-T N`` is passed to the coders as ``threads=N``, ``-M`` to the decoders as ``memlimit=`` (when the API has it);
+the progress line reads their ``progress`` counters.  ``--train`` is delegated to :mod:`nlmcodec.train`
+(``parse_args`` and ``run``), ``-b/--bench`` to ``nlmcodec._bench.bench_main(files, opts)``, ``--explain`` to
+:mod:`nlmcodec._explain` (the page).
 """
 
 import signal
@@ -38,7 +43,7 @@ import sys
 from .coding import _run_files
 from .listing import _run_list
 from .modes import _run_bench, _split_mode
-from .options import _build_parser
+from .options import FORMATS, LEVEL_MODES, _build_parser, parse_memlimit
 from .terminal import EXIT_ERROR, EXIT_OK, PROG, _PROGRESS, _Status, _eprint, _supervised
 
 __all__ = ["main"]
@@ -59,6 +64,13 @@ def main(argv=None):
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_ERROR
 
+    # xz's presets onto the modes (options.LEVEL_MODES): an explicit mode wins, then -e, then the level
+    if opts.adapt is None:
+        if opts.extreme:
+            opts.adapt = True
+        elif opts.level is not None:
+            opts.adapt = LEVEL_MODES[opts.level]
+
     if opts.mode == "bench" and not opts.version:   # before importing the package: baselines work without it
         if not opts.files:
             _eprint(f"{PROG}: -b/--bench needs at least one FILE")
@@ -75,8 +87,7 @@ def main(argv=None):
         return 128 + signal.SIGINT
 
     if opts.version:
-        print(f"{PROG} {api.__version__} ({api.backend} backend)")
-        return EXIT_OK
+        return _print_version(api)
 
     status = _Status(opts.quiet)
     _PROGRESS.quiet = opts.quiet
@@ -84,6 +95,15 @@ def main(argv=None):
     files = opts.files or ["-"]
 
     # option consistency
+    if opts.format.strip().lower() not in FORMATS:
+        status.error(f"{opts.format}: unknown file format type (-F/--format: {' or '.join(FORMATS)})")
+        return status.rc
+    if opts.memlimit is not None:
+        try:
+            opts.memlimit = parse_memlimit(opts.memlimit)
+        except ValueError as e:
+            status.error(f"-M/--memlimit: {e}")
+            return status.rc
     if not opts.suffix or "/" in opts.suffix or opts.suffix in (".", ".."):
         status.error(f"invalid suffix {opts.suffix!r}")
         return status.rc
@@ -122,3 +142,31 @@ def main(argv=None):
     return _supervised(lambda: _run_files(api, opts, status, files))
 
 
+
+
+def _print_version(api):
+    """``-V``: the package, the frame format it writes and those it reads, the default model."""
+    from .._frame import READ_VERSIONS
+
+    lines = [f"{PROG} {api.__version__} ({api.backend} backend)",
+             f"writes frame format {api.FORMAT_VERSION}; reads format{'s' if len(READ_VERSIONS) > 1 else ''} "
+             f"{_ranges(READ_VERSIONS)} (.nlm files; -F auto|nlm)"]
+    try:
+        from .._registry import DEFAULT_NAME, default_model_name, file_id, model_files
+
+        path = model_files().get(DEFAULT_NAME)
+        if path is None:
+            lines.append("default model: none bundled (-m NAME|PATH needed to compress)")
+        else:
+            lines.append(f"default model: {default_model_name()} (id {file_id(path).hex()[:16]}...)")
+    except Exception as e:      # a broken install still says its version
+        lines.append(f"default model: unknown ({type(e).__name__}: {e})")
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+def _ranges(versions):
+    vs = sorted(versions)
+    if vs and vs == list(range(vs[0], vs[-1] + 1)) and len(vs) > 2:
+        return f"{vs[0]} to {vs[-1]}"
+    return ", ".join(map(str, vs))

@@ -10,6 +10,7 @@ import time
 
 from .files import _Output, _discard, _open_input, _output_name, _stdin_binary, _stdout_sink, _unchanged
 from .terminal import (
+    _BROKEN_PIPE,
     CHUNK,
     _Job,
     _PROGRESS,
@@ -26,11 +27,27 @@ from .terminal import (
 # streaming coders
 
 def _coder_options(opts):
-    """Keyword arguments for NLMCompressor/NLMDecompressor; ``threads=`` only when -T is given."""
-    kw = {"model": opts.model_obj}
-    if opts.threads is not None:
-        kw["threads"] = opts.threads
+    """Keyword arguments for NLMCompressor/NLMDecompressor: the model and -T (0, the default: one thread per
+    CPU; the frame is the same for every thread count)."""
+    return {"model": opts.model_obj, "threads": opts.threads}
+
+
+def _decoder_options(api, opts):
+    """_coder_options plus ``memlimit=`` from -M (bytes, 0 = no limit) when -M is given and the decoder
+    accepts it."""
+    kw = _coder_options(opts)
+    if getattr(opts, "memlimit", None) is not None and _accepts(api.NLMDecompressor, "memlimit"):
+        kw["memlimit"] = opts.memlimit
     return kw
+
+
+def _accepts(fn, name):
+    import inspect
+
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _compress_stream(api, opts, read, write, job):
@@ -62,7 +79,7 @@ def _decompress_stream(api, opts, read, write, job):
 
     Raises the API's NLMError for corrupt data, and NLMError for truncated or empty input.
     """
-    kw = _coder_options(opts)
+    kw = _decoder_options(api, opts)
     h = hashlib.sha256()
     nin = nout = frames = 0
     dec = job.coder = api.NLMDecompressor(**kw)
@@ -166,9 +183,8 @@ def _process(api, opts, status, name):
             out.commit()
         dt = time.monotonic() - t0
         if opts.verbose and opts.quiet == 0:
-            extra = ""
-            if opts.threads is not None:
-                extra = f", {opts.threads or os.cpu_count()} threads"
+            n = opts.threads or os.cpu_count() or 1
+            extra = f", {n} thread{'s' if n > 1 else ''}"
             if opts.mode == "test":
                 _eprint(_summary(display, nin, nout, dt, "test") + extra + ", OK")
             else:
@@ -224,9 +240,11 @@ def _run_files(api, opts, status, files):
         except api.NLMError as e:
             status.error(f"{where}: {_cli_words(e)}")
         except BrokenPipeError as e:        # the reader went away: nothing more can be written
-            status.error(f"{e.filename or '(stdout)'}: {e.strerror or 'Broken pipe'}")
-            _silence_stdout()
-            return status.rc
+            if e.filename not in (None, "(stdout)"):
+                status.error(f"{e.filename}: {e.strerror or 'Broken pipe'}")
+                continue
+            _silence_stdout()               # like xz: no message, the status of death by SIGPIPE
+            return _BROKEN_PIPE
         except OSError as e:
             status.error(f"{e.filename or where}: {e.strerror or e}")
         except MemoryError:

@@ -4,6 +4,8 @@ inputs (symbolic links, directories, special files, a suffix already there)."""
 
 import errno
 import os
+import re
+import secrets
 import stat
 import sys
 
@@ -34,21 +36,81 @@ def _discard(b):
     pass
 
 
+_TEMP_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_TEMP_RAND = 8
+
+
+def _temp_name(path, pid):
+    """``.NAME.PID.RANDOM.tmp`` beside ``path``: the writer's pid lets a later run see that it is dead."""
+    rand = "".join(secrets.choice(_TEMP_ALPHABET) for _ in range(_TEMP_RAND))
+    return os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{pid}.{rand}.tmp")
+
+
+def _pid_alive(pid):
+    if pid == os.getpid():
+        return True
+    if pid <= 0:
+        return True          # not a process (kill(0) or kill(-1) would mean groups): never treated as dead
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:           # EPERM: alive, another user's; anything else: do not guess
+        return True
+    return True
+
+
+def _remove_stale_temps(path):
+    """Remove the temporary outputs of ``path`` left by writers that died without cleaning up (SIGKILL, power):
+    only names of the exact form ``.NAME.PID.RANDOM.tmp`` (files this CLI makes for NAME), only regular files of
+    this user, only when process PID no longer exists.  Never anything else; errors are ignored."""
+    d = os.path.dirname(os.path.abspath(path))
+    pat = re.compile(r"\." + re.escape(os.path.basename(path)) + r"\.([1-9][0-9]{0,9})\.[" + _TEMP_ALPHABET
+                     + r"]{" + str(_TEMP_RAND) + r"}\.tmp")
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for n in names:
+        m = pat.fullmatch(n)
+        if m is None or _pid_alive(int(m.group(1))):
+            continue
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and (not hasattr(os, "geteuid") or st.st_uid == os.geteuid()):
+                os.unlink(p)
+        except OSError:
+            pass
+
+
 class _Output:
-    """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and renames into place."""
+    """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and renames into place.
+
+    The temporary file is ``.NAME.PID.RANDOM.tmp`` (NAME the output's name, PID this process's): a signal
+    removes it (terminal._on_signal), and what a SIGKILL leaves behind is removed by the next run that writes
+    NAME (_remove_stale_temps), once process PID is gone."""
 
     def __init__(self, path, force, src_stat=None):
         self.path = path
         self.force = force
         self.src_stat = src_stat
         self.committed = False
-        d = os.path.dirname(os.path.abspath(path))
         with _Temps.lock:     # registered before the signal handler can look
             if _Temps.dying:
                 raise _Skip("interrupted")
-            import tempfile   # here: writing to standard output (the start-up benchmark) never loads it
-
-            self.fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+            _remove_stale_temps(path)
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            for _ in range(100):
+                tmp = _temp_name(path, os.getpid())
+                try:
+                    self.fd = os.open(tmp, flags, 0o600)
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise FileExistsError(errno.EEXIST, "no unused temporary file name", tmp)
+            self.tmp = tmp
             _Temps.paths.add(self.tmp)
         self.sink = _Sink(self.fd, path)
 
@@ -141,7 +203,10 @@ def _output_name(opts, name):
 
 
 def _open_input(opts, name):
-    """Open a named input after xz's checks.  Returns (binary file, stat)."""
+    """Open a named input after xz's checks.  Returns (binary file, stat).
+
+    As xz does before it would remove an input: --rm refuses (a warning, the file is skipped and kept) an
+    input with other hard links unless -f, since removing one name would not remove the data."""
     to_file = not opts.to_stdout
     try:
         lst = os.lstat(name)
@@ -164,6 +229,10 @@ def _open_input(opts, name):
     if not stat.S_ISREG(st.st_mode) and to_file and opts.mode in ("compress", "decompress"):
         f.close()
         raise _Skip(f"{name}: Not a regular file, skipping", warning=True)
+    if st.st_nlink > 1 and opts.rm and to_file and not opts.force and opts.mode in ("compress", "decompress"):
+        f.close()
+        raise _Skip(f"{name}: Input file has {st.st_nlink} hard links, skipping (--rm; use -f to remove "
+                    f"this name anyway)", warning=True)
     return f, st
 
 

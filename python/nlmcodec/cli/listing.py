@@ -5,7 +5,7 @@ import json
 import sys
 
 from .files import _open_input, _stdin_binary
-from .terminal import _Skip, _bpb, _human, _isatty, _ratio, _silence_stdout
+from .terminal import _BROKEN_PIPE, _Skip, _bpb, _human, _isatty, _ratio, _silence_stdout
 
 
 def _read_frames(f):
@@ -140,9 +140,9 @@ def _run_list(api, opts, status, files):
     try:
         _do_list(api, opts, status, files)
         sys.stdout.flush()
-    except BrokenPipeError:
+    except BrokenPipeError:     # like xz: quiet, 128 + SIGPIPE (terminal._BROKEN_PIPE)
         _silence_stdout()
-        status.error("(stdout): Broken pipe")
+        return _BROKEN_PIPE
     except OSError as e:
         status.error(f"(stdout): {e.strerror or e}")
     return status.rc

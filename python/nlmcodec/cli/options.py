@@ -2,8 +2,20 @@
 --explain modes parse their own, in modes.py)."""
 
 import argparse
+import os
 
 from .terminal import DEFAULT_SUFFIX, PROG, _Parser
+
+# xz's preset levels mapped onto the coding modes (nlmcodec has modes, not presets): the fast end is static
+# mode, the middle (xz's default -6) heads mode, the top dynamic mode; -e/--extreme is dynamic mode at any
+# level.  A mode option (--static/--heads/--dynamic) wins over a level.  Same mode, same bytes.
+LEVEL_MODES = {**{n: False for n in range(0, 4)}, **{n: "heads" for n in range(4, 7)},
+               **{n: True for n in range(7, 10)}}
+MODE_NAMES = {False: "static", "heads": "heads", True: "dynamic"}
+FORMATS = ("auto", "nlm")     # -F/--format: what can be read and written (xz's names for its own are refused)
+_MULTIPLIERS = {"": 1, "k": 1 << 10, "kb": 1 << 10, "ki": 1 << 10, "kib": 1 << 10,
+                "m": 1 << 20, "mb": 1 << 20, "mi": 1 << 20, "mib": 1 << 20,
+                "g": 1 << 30, "gb": 1 << 30, "gi": 1 << 30, "gib": 1 << 30}
 
 
 def _threads_arg(s):
@@ -14,6 +26,43 @@ def _threads_arg(s):
     if n < 0:
         raise argparse.ArgumentTypeError(f"invalid thread count {s!r} (0 means all cores)")
     return n
+
+
+def physical_memory():
+    """Bytes of RAM (for -M N%), or None when the system does not say."""
+    try:
+        n = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return n if n > 0 else None
+
+
+def parse_memlimit(s):
+    """xz's -M syntax: bytes with an optional KiB/MiB/GiB suffix (also k, KB, Ki, M, MB, Mi, G, GB, Gi: all powers
+    of 1024), N% of the RAM, ``max`` or 0 (no limit).  Returns bytes (0: no limit); ValueError with the message."""
+    t = s.strip()
+    if t.lower() == "max":
+        return 0
+    if t.endswith("%"):
+        try:
+            pct = int(t[:-1])
+        except ValueError:
+            raise ValueError(f"{s}: invalid memory limit (a percentage is 1% to 100%)") from None
+        if not 1 <= pct <= 100:
+            raise ValueError(f"{s}: invalid memory limit (a percentage is 1% to 100%)")
+        ram = physical_memory()
+        if ram is None:
+            raise ValueError(f"{s}: the amount of RAM is unknown here; give the limit in bytes")
+        return max(1, ram * pct // 100)
+    i = 0
+    while i < len(t) and t[i].isdigit():
+        i += 1
+    if i == 0:
+        raise ValueError(f"{s}: invalid memory limit (e.g. 200MiB, 1GiB, 50%, 0 for no limit)")
+    mult = _MULTIPLIERS.get(t[i:].strip().lower())
+    if mult is None:
+        raise ValueError(f"{s}: invalid multiplier suffix (valid: KiB, MiB, GiB, powers of 1024)")
+    return int(t[:i]) * mult
 
 
 def _build_parser():
@@ -59,16 +108,37 @@ def _build_parser():
                         "(default: the bundled default model); decompression finds models by the id stored "
                         "in the frame")
     c.add_argument("--static", "--no-adapt", dest="adapt", action="store_const", const=False, default=None,
-                   help="static mode: do not adapt the model to the input while coding (fastest)")
+                   help="static mode (-0 ... -3, --fast): do not adapt the model to the input while coding (fastest)")
     c.add_argument("--heads", dest="adapt", action="store_const", const="heads",
-                   help="heads mode (the default): adapt only the model's output heads while coding")
+                   help="heads mode (the default; -4 ... -6): adapt only the model's output heads while coding")
     c.add_argument("--dynamic", "--full", dest="adapt", action="store_const", const=True,
-                   help="dynamic mode: adapt every part of the model while coding (the smallest output: about "
-                        "0.5%% fewer bytes than heads mode on English text, at about half its speed)")
+                   help="dynamic mode (-7 ... -9, --best, -e): adapt every part of the model while coding "
+                        "(the smallest output: about 0.5%% fewer bytes than heads mode on English text, at about "
+                        "half its speed)")
+    for n in range(10):
+        c.add_argument(f"-{n}", dest="level", action="store_const", const=n,
+                       help=argparse.SUPPRESS if n not in (0, 9) else
+                       ("-0 ... -9: xz's preset levels, mapped onto the modes (nlmcodec has coding modes, not "
+                        "presets): -0 ... -3 static, -4 ... -6 heads (the default, as -6 is xz's), -7 ... -9 "
+                        "dynamic.  A level only chooses the mode: same mode, same bytes.  --static, --heads or "
+                        "--dynamic wins over a level.  Ignored when decompressing" if n == 0
+                        else "dynamic mode (see -0)"))
+    c.add_argument("--fast", dest="level", action="store_const", const=0, help="same as -0 (static mode)")
+    c.add_argument("--best", dest="level", action="store_const", const=9, help="same as -9 (dynamic mode)")
+    c.add_argument("-e", "--extreme", action="store_true",
+                   help="dynamic mode (the smallest output) at any level, e.g. -9e, -e")
+    c.add_argument("-F", "--format", metavar="FMT", default="auto",
+                   help="file format: auto (the default) or nlm, the only one nlmcodec reads and writes; "
+                        "any other is an error")
     c.add_argument("-C", "--check", choices=("none", "crc32"), default="crc32",
                    help="integrity check of the original data stored in each frame (default crc32)")
-    c.add_argument("-T", "--threads", type=_threads_arg, metavar="N",
-                   help="coder threads (0: all cores; default 1)")
+    c.add_argument("-T", "--threads", type=_threads_arg, metavar="N", default=0,
+                   help="coder threads (default 0: as many as CPUs, like xz 5.4+); the output is the same "
+                        "bytes for every thread count")
+    c.add_argument("-M", "--memlimit", "--memlimit-decompress", "--memory", dest="memlimit", metavar="LIMIT",
+                   help="the most memory decoding may need (-d, -t, and the check of --rm), with xz's syntax: "
+                        "200MiB, 1GiB, 50%% (of the RAM), 0 or max for no limit (default 1 GiB); a frame "
+                        "that needs more is refused, several threads are reduced to what fits")
     b = p.add_argument_group("benchmark (-b)")
     b.add_argument("--against", metavar="LIST",
                    help="comma-separated baselines, e.g. xz-9e,bz2-9,zlib-9,zstd-19 (default: all installed)")
@@ -84,6 +154,7 @@ def _build_parser():
     v.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress line")
     v.add_argument("--json", "--robot", dest="json", action="store_true",
                    help="with -l or -b: machine-readable JSON output")
-    v.add_argument("-V", "--version", action="store_true", help="print the version and exit")
+    v.add_argument("-V", "--version", action="store_true",
+                   help="print the version, the frame format written and read, the default model, and exit")
     p.add_argument("files", nargs="*", metavar="FILE")
     return p

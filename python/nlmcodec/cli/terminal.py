@@ -15,6 +15,10 @@ CHUNK = 1 << 16              # bytes read from the input at a time
 PROGRESS_MIN_SIZE = 1 << 20  # by default no progress line for inputs smaller than this
 TICK = 0.25                  # seconds between redraws of the progress line (and checks of the worker)
 EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
+# standard output closed by its reader (``nlmcodec -c f | head -c 1``): xz dies of SIGPIPE without a word (the
+# shell's status 141); Python ignores SIGPIPE and sees EPIPE, so the CLI stops quietly and exits 128 + SIGPIPE,
+# the same status as seen by a shell (by the convention of the other signals: 128 + N)
+_BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
@@ -56,8 +60,14 @@ def _eprint(msg):
 
 
 def _cli_words(msg):
-    """API messages name API arguments; on the command line the option is -m MODEL."""
-    return str(msg).replace("model=", "-m MODEL")
+    """API messages name API arguments; on the command line the options are -m MODEL and -M LIMIT."""
+    import re
+
+    s = str(msg)
+    if "memlimit=" in s:
+        s = re.sub(r"memlimit=(\d+)", r"-M \1", s)
+        s = s.replace("memlimit= or nlmcodec -M", "-M").replace("memlimit=", "-M LIMIT")
+    return re.sub(r"(?<![a-z_])model=", "-m MODEL", s)
 
 
 class _Parser(argparse.ArgumentParser):
