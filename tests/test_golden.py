@@ -130,7 +130,8 @@ for i, t in enumerate(IN["texts"]):
     for adapt in (False, True, "heads"):
         cd = Codec(m, adapt); cd.reset()
         try:
-            OUT["raw:%d:%s" % (i, adapt)] = hashlib.sha256(cd.encode_block(t.encode("utf-8", "surrogateescape"))).hexdigest()
+            z = cd.encode_block(t.encode("utf-8", "surrogateescape"))
+            OUT["raw:%d:%s" % (i, adapt)] = hashlib.sha256(z).hexdigest()
         except nlmcodec.NLMError as e:
             OUT["raw:%d:%s" % (i, adapt)] = "error: " + str(e)
 """

@@ -241,7 +241,8 @@ print(json.dumps({"frame": len(frame), "one": len(one), "cpu_s": cpu, "extra_mb"
 def test_threaded_decoding_of_a_huge_group_is_bounded(tmp_path):
     """Issue 42's frame: one valid group of 16 lzma blocks of 64 MiB of zeros (1 GiB, a 160 KB frame).  With two
     threads, decompress(max_length=1) returns its byte, and 3 s later the process has spent under 0.5 s of CPU
-    and 64 MB more RSS (the workers wait while GROUP_BUFFER bytes are unread), and `nlmcodec -t -T 2` tests the whole frame in under 300 MB."""
+    and 64 MB more RSS (the workers wait while GROUP_BUFFER bytes are unread), and `nlmcodec -t -T 2` tests the
+    whole frame in under 300 MB."""
     path = tmp_path / "zeros.nlm"
     r = subprocess.run([sys.executable, "-c", ZEROS_CHILD, str(path)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr

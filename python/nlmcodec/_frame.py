@@ -202,7 +202,7 @@ def lzma_decompress(payload, size: int, index: int) -> bytes:
     return r.read(size) if size else b""
 
 
-# ---------------------------------------------------------------------------------------------- format 2
+# ---------------------------------------------------------------------------------------------- header, blocks, trailer
 def header(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
     """Frame header.  adapt: adapt_mode's values."""
     flags = (FLAG_ADAPT if adapt else 0) | (check << FLAG_CHECK_SHIFT) | (FLAG_MODEL if model_id else 0) | \

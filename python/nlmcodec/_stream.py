@@ -139,7 +139,7 @@ class NLMDecompressor(_NoPickle):
 
     @property
     def info(self):
-        """The frame's FrameInfo once known (format 2: at the end of the frame), else None."""
+        """The frame's FrameInfo once known (at the end of the frame), else None."""
         return self._dec.info
 
     @property
