@@ -253,7 +253,7 @@ def test_max_length_holds_one_block(tiny_model):
 
 
 def test_heads_mode_is_its_own_coding(tiny_model):
-    """adapt="heads" (format 12, docs/format.md §6.5): a frame of its own (flag 0x10), smaller than static and not
+    """adapt="heads" (docs/format.md §6.5): a frame of its own (flag 0x10), smaller than static and not
     the dynamic frame, decoded without options; the mode's other spellings; bad values are refused."""
     from nlmcodec import _frame
 
@@ -266,7 +266,7 @@ def test_heads_mode_is_its_own_coding(tiny_model):
         assert nlmcodec.decompress(v, model=tiny_model) == text
     assert nlmcodec.compress(text, model=tiny_model, adapt="dynamic") == z[True]
     assert nlmcodec.compress(text, model=tiny_model, adapt="static") == z[False]
-    # heads mode is the default of every writer (issue 11: the default dynamic mode, benchmarks/default_mode.md)
+    # heads mode is the default of every writer (why: docs/decisions/default-mode.md)
     assert nlmcodec.compress(text, model=tiny_model) == z["heads"]
     c = nlmcodec.NLMCompressor(model=tiny_model)
     assert c.adapt == "heads" and c.compress(text) + c.flush() == z["heads"]

@@ -1,7 +1,7 @@
-"""How a word-model block ends from format 7 (docs/format.md §3.2 step 6, §3.5), through the real codec.
+"""How a word-model block ends (docs/format.md §3.2 step 6, §3.5), through the real codec.
 
-* A block's <end> no longer advances the network, so cutting a text into two blocks of one group costs a
-  few bytes wherever the cut falls; format 6 paid 86 at this test's cut of alice29, static (exact sizes).
+* A block's <end> does not advance the network, so cutting a text into two blocks of one group costs a
+  few bytes wherever the cut falls: at most 8 at this test's cut of alice29, in every mode.
 * A block holds at most MAX_MODEL_TOKENS tokens: the core refuses to encode more (before touching its
   state) and a decoder stops at the bound, so a forged dense payload is corrupt after 16,384 token steps,
   while a decoder without the bound decodes it; the encoder cuts dense text before the bound.

@@ -1,4 +1,4 @@
-"""The body mixer (csrc/codec/bodymix.c, docs/format.md §5.1.1, format 9), through the real codec.
+"""The body mixer (csrc/codec/bodymix.c, docs/format.md §5.1.1), through the real codec.
 
 * Unknown names that recur after the same words (a new order each time, so the match flag rarely has them)
   cost less with the mixer (cache level 2) than with the cache's PPM-C counts alone (level 1): exact sizes,
@@ -8,7 +8,7 @@
 * save/restore returns the mixer exactly (static, dynamic and heads, the default mode): a block coded after a
   restore is byte-identical to the block coded by a fresh context that never saw the discarded one.
 * A cache level outside 0..2 is refused.
-* The second reader of tests/format_reader.py decodes the format-9 vectors (test_format_reader).
+* The second reader of tests/format_reader.py decodes the body mixer of the golden vectors (test_format_reader).
 """
 import random
 

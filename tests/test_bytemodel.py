@@ -1,4 +1,4 @@
-"""The byte model (csrc/bytemodel/cm.c, docs/format.md §9) and its frame blocks (kind 3, format 4).
+"""The byte model (csrc/bytemodel/cm.c, docs/format.md §9) and its frame blocks (kind 3, §7.2).
 
 * C: tests/c/cm_driver.c built as the scalar -O0 reference and as the optimised build, with gcc and (when
   present) clang: every build codes the same inputs to the same payloads (size and FNV-1a hash), and each

@@ -220,8 +220,8 @@ def test_static_mode_round_trip_and_listed(tmp_path, prose):
 @pytest.mark.parametrize("flag, mode", [("--static", "static"), ("--heads", "heads"), ("--dynamic", "dynamic"),
                                         ("--full", "dynamic"), (None, "heads")])
 def test_each_mode_round_trips_and_is_listed(tmp_path, prose, flag, mode):
-    """--static, --heads (heads mode, format 12, the default) and --dynamic are recorded in the frame, listed by
-    -l, and decoded without options; the last mode option given wins."""
+    """--static, --heads (heads mode, docs/format.md §6.5, the default) and --dynamic are recorded in the frame,
+    listed by -l, and decoded without options; the last mode option given wins."""
     r = run([*MODEL, *([flag] if flag else []), "-c", "prose.txt"], tmp_path)
     assert r.returncode == 0, r.stderr
     (tmp_path / "m.nlm").write_bytes(r.stdout)

@@ -110,7 +110,7 @@ def test_header_limits_before_allocation():
     with pytest.raises(nlmcodec.NLMError, match="non-canonical"):
         nlmcodec.decompress(mk(b"\x04\x81\x00\x01") + bytes(20))
     with pytest.raises(nlmcodec.NLMError, match="byte-model block 0 has a payload of 1 bytes"):
-        nlmcodec.decompress(mk(b"\x07\x01\x01") + bytes(20))       # kind 3: a byte-model block (format 4)
+        nlmcodec.decompress(mk(b"\x07\x01\x01") + bytes(20))       # kind 3: a byte-model block (§7.2)
     with pytest.raises(nlmcodec.NLMError, match="unknown type"):
         nlmcodec.decompress(mk(b"\x0f\x01\x01") + bytes(20))
     with pytest.raises(nlmcodec.NLMError, match="unknown type"):

@@ -1,4 +1,4 @@
-"""nlmcodec.explain and --explain (issue 14): the per-token trace of the C core, the records explain()
+"""nlmcodec.explain and --explain: the per-token trace of the C core, the records explain()
 builds from the real encoder, the HTML page, the CLI mode, and the page as headless Chromium draws it.
 
 Bound used below: the bits of one word-model block's tokens (−log2 of the quantised probabilities coded)
@@ -91,7 +91,7 @@ def test_top_predictions(tiny):
     recs = c.trace_records()
     for r in recs:
         p = r["top_p"]
-        if r["flags"] & 4:          # a match hit (format 6): no class was coded, so no guesses
+        if r["flags"] & 4:          # a match hit (§3.4): no class was coded, so no guesses
             assert np.all(r["top_id"] == -1) and r["bits"][TRACE_PARTS.index("match")] > 0
             continue
         assert np.all(r["top_id"] >= 0) and np.all(p > 0) and np.all(p <= 1)

@@ -1,4 +1,4 @@
-"""Fallback blocks and threads with the real codec (issue 8): what compress writes, decompress reads back.
+"""Fallback blocks and threads with the real codec: what compress writes, decompress reads back.
 
 * a Hypothesis property over adversarial mixtures (whitespace runs of 65,535 / 65,536 / 70,000 bytes,
   words over 32 bytes, 20-digit numbers, NUL, invalid UTF-8, binary islands), placed at block
@@ -67,7 +67,7 @@ def test_adversarial_mixtures_round_trip(tiny_model, segments, seed, adapt):
 def test_refused_whole_block_between_model_blocks(default_model):
     """A block made only of a 65,536-byte whitespace run is refused by the word model: no word-model block
     holds it, and the frame decodes (every mode).  The default model wins the prose on both sides (the
-    tiny one no longer does: from format 6 a byte model close to it on the first block is coded alongside,
+    tiny one does not: a byte model close to it on the first block is coded alongside, docs/format.md §7.4,
     and on this input it wins the whole group)."""
     prose = short_text(90_000)
     head = prose[:15_000]
@@ -164,7 +164,8 @@ def test_threads_identical_frames_default_groups(tiny_model, adapt):
 
 @pytest.mark.slow
 def test_issue8_reproducer(default_model):
-    """The input that made format 1 write an undecodable frame (default model, static)."""
+    """Issue 8's input, which once gave an undecodable frame: a 70,000-byte space run inside book1, then more
+    English (default model, static); it round-trips."""
     book1, book2 = cc.read(cc.find("book1")), cc.read(cc.find("book2"))
     alice, lcet10 = cc.read(cc.find("alice29.txt")), cc.read(cc.find("lcet10.txt"))
     data = book1[:700000] + b" " * 70000 + book1[700000:] + book2[:300000] + alice + lcet10
@@ -191,7 +192,7 @@ def test_byte_model_alongside_ends_the_word_model_early(default_model):
     """news (Calgary), static: the byte model, coded alongside from the first block, is ahead of the word
     model after EARLY_MIN bytes, so the word model codes no more of the group than that (and the probe): the
     frame is the byte model's, and the word model was asked for at most EARLY_MIN / BLOCK_SIZE + 1 blocks.
-    (Dynamic mode no longer: from format 6 the word model wins news dynamic, 2.008 against 2.037.)"""
+    (Not dynamic mode: there the word model wins news.)"""
     data = cc.read(cc.find("news"))
     codec, calls = _counting_codec(default_model, False)
     blob, used, parts = _encode.encode_group(codec, data, True)
@@ -221,11 +222,12 @@ def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model,
 @pytest.mark.parametrize("schedule", [(1, 0, 0), (0, 0, 0)], ids=["format11", "format12"])
 def test_frozen_dynamic_context_codes_as_static(tiny_model, schedule):
     """The probe's estimate: a dynamic context set frozen codes a block with its weights unchanged (no update),
-    and after restore() and unfreezing it codes as a fresh dynamic context again.  Frozen, format 11's schedule
-    codes exactly as a static context with the float forward of formats 1-10 (format 11's static contexts take
-    their products from int8 weights, docs/format.md §2.6, which its dynamic contexts never do); format 12's (§6.5)
-    takes the transition's products from int8 weights as static contexts do and keeps the heads float, so it
-    codes as neither, and its heads' float products are what separates it from the int8 static context."""
+    and after restore() and unfreezing it codes as a fresh dynamic context again.  Frozen, dynamic mode's
+    schedule (1, 0, 0; docs/format.md §6.3-§6.4) codes exactly as a static context with the float forward (a
+    static context takes its products from int8 weights, §2.6, which a dynamic context on this schedule never
+    does); heads mode's (0, 0, 0; §6.5) takes the transition's products from int8 weights as static contexts do
+    and keeps the heads float, so it codes as neither, and its heads' float products are what separates it
+    from the int8 static context.  (The ids are historical names, 0.1.0's formats.)"""
     from nlmcodec import _core
 
     text = short_text(20000)

@@ -1,4 +1,4 @@
-"""The format is the code, written down (docs/format.md; issue 12): no build switch may change the bytes
+"""The format is the code, written down (docs/format.md): no build switch may change the bytes
 of a stream, and the format text and the C comments name only files and functions that exist.
 
 * Every preprocessor conditional in csrc/ tests only the identifiers of ALLOWED (platform and compiler

@@ -1,5 +1,5 @@
-"""Bounded hostile input (issue 12, item 7): max_output on decompress / NLMDecompressor / open, the
-format-3 block check and block limits, model files that fail before anything is allocated from them,
+"""Bounded hostile input (docs/format.md §7.6): max_output on decompress / NLMDecompressor / open, the
+block CRC32 (§7.1) and block limits, model files that fail before anything is allocated from them,
 and (slow, real default model) what forged frames cost: tests/hostile_frames.py."""
 import io
 import random

@@ -353,10 +353,11 @@ def q8_definition(W, x):
 @pytest.mark.parametrize("rows,cols", [(1, 16), (3, 48), (5, 80), (7, 256), (64, 256), (3, 4096),
                                        (23, 256), (37, 128), (16, 128)])  # 16-row blocks of VNNI, then 4, then 1
 def test_integer_forward_kernels_exact_on_every_path(exes, tmp_path, rows, cols):
-    """Format 11's integer forward (kern_q8.c): the rows and activations on their grids and the exact int32
-    products are the same bytes on every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI vpdpbusd with its masked
-    tail) and equal the definition in kern.h: round half to even, clamps, a zero or non-finite row all zeros; the
-    input's own grid (kern_quant_vec, on 5·x: values beyond ±1, its NaN ignored by the maximum)."""
+    """The integer forward of static mode (docs/format.md §2.6; kern_q8.c): the rows and activations on their
+    grids and the exact int32 products are the same bytes on every path (scalar, AVX2 vpmaddwd, AVX-512 VNNI
+    vpdpbusd with its masked tail) and equal the definition in kern.h: round half to even, clamps, a zero or
+    non-finite row all zeros; the input's own grid (kern_quant_vec, on 5·x: values beyond ±1, its NaN ignored by
+    the maximum)."""
     rng = np.random.default_rng(rows * 7919 + cols)
     W = (rng.standard_normal((rows, cols)) * 0.1).astype(np.float32)
     W[0] *= 0.1

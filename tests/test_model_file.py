@@ -132,9 +132,9 @@ def test_bundled_manifest_ids_match_the_files():
 
 def test_loaded_model_reads_the_file_in_place():
     """A bundled binary16 model is mapped, not converted: the native model owns ~1 MB of tables, not the
-    20 MB block, plus format 11's int8 word head (V×H bytes, docs/format.md §2.6: reserved at load, its pages
-    written a class at a time by the static streams that use the class), and the weights are never turned
-    into a numpy array unless asked for."""
+    20 MB block, plus the integer forward's int8 word head (V×H bytes, docs/format.md §2.6: reserved at load,
+    its pages written a class at a time by the static streams that use the class), and the weights are never
+    turned into a numpy array unless asked for."""
     import nlmcodec
     from nlmcodec import _registry
 
@@ -326,10 +326,10 @@ def test_nplm_context_in_the_type_field():
 
 
 def test_word_classes_are_quantised_once_for_every_thread():
-    """Format 11 quantises the word head a class at a time, the first time a static stream reads the class, into
-    the one table of the shared native model (an atomic state per class: csrc/model/lm.c q8_class).  Four
-    threads coding static streams at once on a freshly loaded model (no class quantised yet) write exactly the
-    frames one thread writes alone, and each frame decodes."""
+    """The integer forward (docs/format.md §2.6) quantises the word head a class at a time, the first time a
+    static stream reads the class, into the one table of the shared native model (an atomic state per class:
+    csrc/model/lm.c q8_class).  Four threads coding static streams at once on a freshly loaded model (no class
+    quantised yet) write exactly the frames one thread writes alone, and each frame decodes."""
     from concurrent.futures import ThreadPoolExecutor
 
     import nlmcodec

@@ -1,4 +1,4 @@
-"""No absolute path of any machine in the repository (issue 12, item 8), and one corpus lookup.
+"""No absolute path of any machine in the repository, and one corpus lookup.
 
 Every tracked text file is read; the model files (.nlmm, binary: their bytes are hashed into the model
 id, so the training command recorded inside them stays as it was) are the only files skipped.  The

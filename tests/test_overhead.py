@@ -30,7 +30,7 @@ def dev_text():
 def test_payload_matches_model_information(dev_text, adapt):
     model = nlmcodec.load_model("tiny")
     codec = Codec(model, adapt)
-    codec.lab_reset(max_tokens=0)      # the whole text as one block: over format 7's 16,384 tokens, for the count
+    codec.lab_reset(max_tokens=0)      # the whole text as one block, over the token bound (§3.5), for the count
     payload = codec.encode_block(dev_text)
     stats = codec.stats()
     ideal_bits = sum(v for k, v in stats.items() if k.endswith("_bits"))
@@ -44,7 +44,7 @@ def test_payload_matches_model_information(dev_text, adapt):
     if all(b.kind == "model" for b in info.blocks):
         n = len(info.blocks)
         assert sum(b.compressed_size for b in info.blocks) <= len(payload) + 16 * n
-        # per block: its type/size varints (<= 7 bytes) and, from format 3 on, the block's CRC32 (4 bytes)
+        # per block: its type/size varints (<= 7 bytes) and the block's CRC32 (4 bytes, §7.1)
         assert len(frame) <= sum(b.compressed_size for b in info.blocks) + 10 + 32 + (7 + 4) * n + 30
 
 

@@ -1,4 +1,4 @@
-"""Ratio targets of the default model (issue 4), exact sizes against the anchors of
+"""Ratio targets of the default model, exact sizes against the anchors of
 benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9e, PPMd order 16 ...).
 
 * dynamic mode is smaller than PPMd on each literary file and on the sum of the fourteen English files,
@@ -6,12 +6,13 @@ benchmarks/anchor_sizes.json (a copy of ../shared/guide/anchor_sizes.json: xz -9
 * static mode is at most 0.8 x xz -9e on each literary file;
 * in every mode (static, dynamic and heads, the default) no file under bench/ or ood/ comes out larger than
   xz -9e plus 64 bytes;
-* (issue 9, the byte model) in every mode each file the word model cannot help is smaller than PPMd order 16
-  and at most 0.85 x xz -9e;
-* (issue 10, the token experts) dynamic news at most 2.09, book2 1.65, paper1 1.95, lcet10.txt 1.45 bits per byte,
-  the fourteen English files together at most 1.50 (since format 10), and dynamic mode below
-  paq8px -8 on three of the four files ANCHORS.md measured it on (not lcet10.txt since default-2);
-* (issue 11, the default mode) heads mode, the default, is smaller than PPMd on each of the fourteen, and no
+* (the byte model, docs/format.md §9) in every mode each file the word model cannot help is smaller than
+  PPMd order 16 and at most 0.85 x xz -9e;
+* (issue 10's targets, met by the token experts: the match flag §3.4, the token cache §3.6, the body mixer
+  §5.1.1) dynamic news at most 2.09, book2 1.65, paper1 1.95, lcet10.txt 1.45 bits per byte, the fourteen
+  English files together at most 1.50, and dynamic mode below paq8px -8 on each of the four files
+  ANCHORS.md measured it on;
+* (issue 11, the default mode, §6.5) heads mode, the default, is smaller than PPMd on each of the fourteen, and no
   larger on any of them than dynamic mode was when issue 11 was filed (ISSUE11_DYNAMIC: 3ff68f1's
   benchmarks/ratios.csv), the condition under which the issue lets a cheaper default cost ratio.
 """
@@ -66,8 +67,7 @@ def test_dynamic_beats_ppmd_on_english_sum():
 
 @pytest.mark.xdist_group("dickens")
 def test_issue10_fourteen_at_most_150():
-    """The fourteen English files together, dynamic mode: at most 1.50 bits per byte (1.4991 at format 10,
-    1.5049 at format 9)."""
+    """The fourteen English files together, dynamic mode: at most 1.50 bits per byte."""
     ours = sum(size(n, True) for n in ENGLISH)
     raw = sum(len(cc.read(cc.find(n))) for n in ENGLISH)
     assert 8 * ours / raw <= 1.50, f"{8 * ours / raw:.4f}"
@@ -102,8 +102,8 @@ def test_below_ppmd_and_085_xz(name, adapt):
     assert n <= 0.85 * ANCHORS[name]["xz-9e"], (n, ANCHORS[name]["xz-9e"])
 
 
-# (issue 10: the token match flag of format 6, the token cache of format 8, the body mixer of format 9, the
-# flag's two APMs of format 10) the per-file targets, exact sizes, dynamic mode
+# (issue 10: the token match flag and its two APMs, §3.4, the token cache, §3.6, the body mixer, §5.1.1)
+# the per-file targets, exact sizes, dynamic mode
 ISSUE10_MET = {"news": 2.09, "book2": 1.65, "paper1": 1.95, "lcet10.txt": 1.45}
 
 
@@ -114,7 +114,7 @@ def test_issue10_targets_met(name):
 
 
 # paq8px v216 -8, bits per byte as measured in ../shared/guide/ANCHORS.md (not in anchor_sizes.json): the
-# default model is below it on all four files measured (lcet10.txt since format 8's token cache: 1.4597)
+# default model is below it on all four files measured
 PAQ8PX_8 = {"alice29.txt": 1.740, "plrabn12.txt": 1.950, "book1": 1.908, "lcet10.txt": 1.483}
 
 

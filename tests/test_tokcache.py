@@ -1,4 +1,4 @@
-"""The token cache (csrc/codec/tokcache.c, docs/format.md §3.6, format 8), through the real codec.
+"""The token cache (csrc/codec/tokcache.c, docs/format.md §3.6), through the real codec.
 
 * Text whose words recur after the same words (a small vocabulary of phrases in a new order each time, so
   the match flag finds few long matches) costs less with the cache than without it (exact sizes), and its
@@ -8,8 +8,8 @@
   restore is byte-identical to the same block coded by a fresh context that never saw the discarded block.
 * Hostile shapes round-trip: one token repeated thousands of times (the lists and the unigram are halved
   over and over), and more distinct contexts than the tables hold (slots replaced).
-* With the cache off, a context writes format 7's bytes (the format-7 golden vectors re-encode:
-  test_golden); the second reader of tests/format_reader.py decodes the format-8 vectors (test_format_reader).
+* The second reader of tests/format_reader.py decodes the token cache of the golden vectors
+  (test_format_reader).
 """
 import random
 

@@ -1,4 +1,4 @@
-"""The token match flag (csrc/codec/tokmatch.c, docs/format.md §3.4, formats 6 and 10), through the real codec.
+"""The token match flag (csrc/codec/tokmatch.c, docs/format.md §3.4), through the real codec.
 
 * A repeated passage costs far less the second time with the flag than without it (exact sizes), and the
   flag's statistics say why (predictions, hits).
@@ -8,9 +8,8 @@
   restore is byte-identical to the same block coded by a fresh context that never saw the discarded block.
 * Hostile shapes round-trip: one token repeated thousands of times (the match runs on), and more distinct
   unknown bodies than the group's table holds (the overflow id, never predicted).
-* Format 10's two APMs code the flag in fewer bits than formats 6-9's one, on the same matches; a level
-  outside 0..2 is refused.
-* With the flag off, a context writes format 5's bytes (the format-5 golden vectors re-encode: test_golden).
+* The flag's two APMs (level 2, the one §3.4 defines) code it in fewer bits than one APM (level 1, a lab
+  option of csrc/nlm_lab.h), on the same matches; a level outside 0..2 is refused.
 """
 import random
 
@@ -95,9 +94,9 @@ def test_more_unknown_bodies_than_the_table_holds(tiny_model):
 
 @pytest.mark.parametrize("adapt", [False, True])
 def test_two_apms_code_the_flag_in_fewer_bits(tiny_model, adapt):
-    """Format 10 (MATCH_FLAG2) against formats 6-9 (MATCH_FLAG1): the same predictions and hits (the flag's
-    probability changes neither the matches nor the network), fewer flag bits, and each round-trips only
-    with its own level."""
+    """Two APMs (MATCH_FLAG2, §3.4) against one (MATCH_FLAG1, a lab level): the same predictions and hits (the
+    flag's probability changes neither the matches nor the network), fewer flag bits, and each round-trips
+    only with its own level."""
     r = random.Random(5)
     parts = [short_text(3000)[i:i + 300] for i in range(0, 3000, 300)]
     text = b" ".join(r.choice(parts) for _ in range(40))     # passages repeated in a random order

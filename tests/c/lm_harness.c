@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
     if (!wts) die("lm_weights_new failed");
     Lm* m = lm_new(wts, adapt, &err);
     if (!m) die("lm_new failed");
-    /* the whole backward and update (formats 1-11's schedule, docs/format.md §6.3-§6.4), which the gradient checks
-     * read; format 12's heads-only schedule is a subset of it, replayed by tests/c/vector_driver.c */
+    /* the whole backward and update (dynamic mode's schedule, docs/format.md §6.3-§6.4), which the gradient checks
+     * read; heads mode's schedule (§6.5) is a subset of it, replayed by tests/c/vector_driver.c */
     if (adapt && lm_set_schedule(m, 1, 0, 0) != NLM_OK) die("lm_set_schedule failed");
     FILE* out = fopen(argv[2], "wb");
     if (!out) die("cannot open output");

@@ -1,4 +1,4 @@
-"""Python fuzz targets of nlmcodec (issue 12): what may be fed untrusted bytes must raise NLMError (or a
+"""Python fuzz targets of nlmcodec: what may be fed untrusted bytes must raise NLMError (or a
 subclass) and nothing else, never crash, hang or allocate without bound.
 
     python tests/fuzz/fuzz_py.py TARGET [--seeds-only] [libFuzzer flags, e.g. -runs=N -max_total_time=S] CORPUS_DIR

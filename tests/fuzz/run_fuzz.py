@@ -1,4 +1,4 @@
-"""Fuzzing driver (issue 12): seed corpora from the golden vectors (codec/vectors, read through its
+"""Fuzzing driver: seed corpora from the golden vectors (codec/vectors, read through its
 vectorset.py), the sanitizer builds of the C target, runs of every target, and one summary table (target,
 engine, executions, coverage, findings).
 
@@ -35,7 +35,7 @@ PY_TARGETS = ("decompress", "decompress_tiny", "decompressor", "load_model")
 C_TARGETS = ("block-libfuzzer", "block-gcc")
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 # Both C builds are the dispatching core (AVX2 or AVX-512 where the CPU has it).  Until kern.c read the F16C
-# bit itself (issue 12 item 3), clang 14 could not build it and the libFuzzer build was the scalar core.
+# bit itself, clang 14 could not build it and the libFuzzer build was the scalar core.
 CLANG_EXTRA: list = []
 # The numeric kernels (csrc/kernels) and the byte model (csrc/bytemodel) are built for libFuzzer without
 # comparison tracing (trace-cmp), their edge counters, ASan and UBSan kept.  The kernels' loops compare
