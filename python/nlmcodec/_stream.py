@@ -156,7 +156,10 @@ class NLMDecompressor(_NoPickle):
         return self._dec.consumed
 
     def _plan(self, model_id, adapt, threads):
-        model = None if model_id is None else self._model_of(model_id)
+        try:
+            model = None if model_id is None else self._model_of(model_id)
+        except NLMError:      # missing or mismatched: reported where a block needs it, after the checks before it
+            model = None
         return _memory.threads_within(model, adapt, threads, self.memlimit)
 
     def _get_codec(self, model_id, adapt):
