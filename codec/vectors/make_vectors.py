@@ -116,7 +116,6 @@ def inputs():
 
 NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
 MODES = (("static", False), ("dynamic", True), ("heads", "heads"))   # the coding modes (docs/format.md §6)
-V = ""                                             # vector names carry no version: their folder does
 
 
 def log_input():
@@ -161,16 +160,16 @@ def ok_vectors():
     ins = inputs()
     for mode, adapt in MODES:
         for name in NOMODEL_INPUTS:
-            out.append((f"{V}{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
+            out.append((f"{name}-nomodel-{mode}", ins[name], nomodel_frame(ins[name], adapt),
                         {"model": None, "adapt": adapt, "check": 1, "reencode": True}))
-    out.append((f"{V}short_english-nomodel-nocheck", ENGLISH, nomodel_frame(ENGLISH, True, _frame.CHECK_NONE),
+    out.append((f"short_english-nomodel-nocheck", ENGLISH, nomodel_frame(ENGLISH, True, _frame.CHECK_NONE),
                 {"model": None, "adapt": True, "check": 0, "reencode": True}))
-    out.append((f"{V}concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
+    out.append((f"concat-nomodel", ENGLISH + BINARY, nomodel_frame(ENGLISH, False) + nomodel_frame(BINARY, True),
                 {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
     log = log_input()
     f = nomodel_frame(log, False)
     assert [b.kind for b in nlmcodec.get_frame_info(f).blocks] == ["byte", "byte"]
-    out.append((f"{V}log_270k-nomodel-static", log, f,
+    out.append((f"log_270k-nomodel-static", log, f,
                 {"model": None, "adapt": False, "check": 1, "reencode": True}))
     # tiny-lstm, tiny-nplm: the other model types (docs/format.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5);
     # default-2: the model the default frames of format 13 name
@@ -181,7 +180,7 @@ def ok_vectors():
         for mode, adapt in MODES:
             for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
-                out.append((f"{V}{name}-{tag}-{mode}", raw, f,
+                out.append((f"{name}-{tag}-{mode}", raw, f,
                             {"model": tag, "adapt": adapt, "check": 1, "reencode": True}))
     return out
 

@@ -38,14 +38,25 @@ def sha256(data: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class OkVector:
-    key: str               # "v13/alice_4k-default-2-heads"
-    entry: dict
+class _Vector:
+    key: str               # "<folder>/<name>": "v13/alice_4k-default-2-heads", "retired/v12-..."
+    entry: dict            # its manifest entry; its fields read as attributes (format_version, model, why, ...)
 
     @property
     def name(self) -> str:
         return self.key.split("/", 1)[1]
 
+    def frame(self) -> bytes:
+        return self.path.read_bytes()
+
+    def __getattr__(self, k):
+        try:
+            return self.__dict__["entry"][k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+class OkVector(_Vector):
     @property
     def path(self) -> Path:
         fmt, name = self.key.split("/", 1)
@@ -55,43 +66,15 @@ class OkVector:
     def raw_path(self) -> Path:
         return ROOT / "inputs" / f"{self.entry['input']}.raw"
 
-    def frame(self) -> bytes:
-        return self.path.read_bytes()
-
     def raw(self) -> bytes:
         return self.raw_path.read_bytes()
 
-    def __getattr__(self, k):       # the manifest's fields: format_version, model, model_id, adapt, ...
-        try:
-            return self.__dict__["entry"][k]
-        except KeyError:
-            raise AttributeError(k) from None
 
-
-@dataclass(frozen=True)
-class ErrorVector:
-    key: str               # "v13/truncated" or "retired/v12-short_english"
-    entry: dict
-
-    @property
-    def name(self) -> str:
-        return self.key.split("/", 1)[1]
-
+class ErrorVector(_Vector):
     @property
     def path(self) -> Path:
         fmt, name = self.key.split("/", 1)
         return ROOT / fmt / (f"{name}.nlm" if fmt == "retired" else f"errors/{name}.nlm")
-
-    @property
-    def why(self) -> str:
-        return self.entry["why"]
-
-    @property
-    def format_version(self) -> int:
-        return self.entry["format_version"]
-
-    def frame(self) -> bytes:
-        return self.path.read_bytes()
 
 
 def manifest() -> dict:
@@ -121,5 +104,5 @@ def frozen_digest(version: int, m=None) -> str:
             "errors": {k: e for k, e in m["errors"].items() if e["format_version"] == version
                        and not k.startswith("retired/")}}
     ids = sorted({e["input"] for e in part["ok"].values()})
-    part["inputs"] = {i: dict(m["inputs"][i], sha256=m["inputs"][i]["sha256"]) for i in ids}
+    part["inputs"] = {i: m["inputs"][i] for i in ids}
     return sha256(json.dumps(part, sort_keys=True).encode())

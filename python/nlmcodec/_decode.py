@@ -354,9 +354,6 @@ class FrameDecoder:
             raise NLMError(f"output limit: the frame declares at least {declared} bytes of output, more than "
                            f"max_output={self._max_output}")
 
-    def _decode(self, codec, b: _Block) -> bytes:
-        return _decode_block(codec, b)
-
     def _byte_coder(self):
         if self._bcoder is None:
             self._bcoder = _new_byte_coder()
@@ -419,8 +416,8 @@ class FrameDecoder:
             self._lz = F.LzmaBlockReader(b.payload, b.size, b.index)
             return self._next_block(complete)
         if b.kind == F.BLOCK_BYTE:
-            return self._decode(self._byte_coder(), b)
-        return self._decode(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
+            return _decode_block(self._byte_coder(), b)
+        return _decode_block(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
 
     def _next_threaded(self, complete):
         """Gather whole groups, decode up to `threads` of them at once, return their output in order, in pieces
