@@ -41,15 +41,38 @@ def listing(d):
     return sorted(os.listdir(d))       # hidden files (the .tmp outputs) included
 
 
-def start(args, cwd, **kw):
+# the CLI with the named temporary files it uses where O_TMPFILE is missing (not Linux)
+NAMED_TEMPS_CLI = [sys.executable, "-c", "import runpy, nlmcodec.cli.files as f; f.UNNAMED_TEMPS = False; "
+                   "runpy.run_module('nlmcodec', run_name='__main__', alter_sys=True)"]
+
+
+def start(args, cwd, cli=(sys.executable, "-m", "nlmcodec"), **kw):
     """Start the CLI without waiting (stdin empty, stdout and stderr piped unless given)."""
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([sys.executable, "-m", "nlmcodec", *args], cwd=cwd, stdin=subprocess.DEVNULL, **kw)
+    return subprocess.Popen([*cli, *args], cwd=cwd, stdin=subprocess.DEVNULL, **kw)
 
 
 def temp_files(d):
     return [n for n in os.listdir(d) if n.endswith(".tmp")]
+
+
+def unnamed_files_of(pid, d):
+    """The unnamed files process ``pid`` has open in directory ``d`` (Linux: O_TMPFILE shows as '#N (deleted)')."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(os.path.realpath(d) + "/#") and target.endswith(" (deleted)"):
+            found.append(target)
+    return found
+
+
+def output_open(p, d):
+    """Process ``p`` has its temporary output in directory ``d`` open (named, or unnamed on Linux)."""
+    return bool(temp_files(d) or (sys.platform.startswith("linux") and unnamed_files_of(p.pid, d)))
 
 
 def wait_for(pred, timeout=TIMEOUT):
@@ -689,11 +712,11 @@ def test_progress_line_redrawn_at_least_once_a_second(tmp_path):
 SIGNAL_EXITS = [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)]
 
 
-def _signal_while_coding(args, cwd, signame, after=1.0):
+def _signal_while_coding(args, cwd, signame, after=1.0, cli=(sys.executable, "-m", "nlmcodec")):
     """Start the CLI, wait for its temporary output, let it code for ``after`` seconds, send the signal.
     Returns (exit status, stderr, seconds from the signal to the exit)."""
-    p = start(args, cwd)
-    wait_for(lambda: temp_files(cwd) or p.poll() is not None)
+    p = start(args, cwd, cli)
+    wait_for(lambda: output_open(p, cwd) or p.poll() is not None)
     time.sleep(after)
     assert p.poll() is None, "finished before the signal: make the input larger"
     t0 = time.monotonic()
@@ -704,10 +727,13 @@ def _signal_while_coding(args, cwd, signame, after=1.0):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("signame,status", SIGNAL_EXITS)
-def test_signal_while_compressing_leaves_nothing(tmp_path, signame, status):
-    """Default model, dynamic mode, 3 MiB of text (about a minute of coding): the signal ends it at once."""
+@pytest.mark.parametrize("temps", ["unnamed", "named"])
+def test_signal_while_compressing_leaves_nothing(tmp_path, signame, status, temps):
+    """Default model, dynamic mode, 3 MiB of text (about a minute of coding): the signal ends it at once.  With
+    named temporary files (no O_TMPFILE) the signal handler removes them."""
     (tmp_path / "big.txt").write_bytes(words_text(3 << 20))
-    rc, err, latency = _signal_while_coding(["big.txt"], tmp_path, signame)
+    cli = NAMED_TEMPS_CLI if temps == "named" else (sys.executable, "-m", "nlmcodec")
+    rc, err, latency = _signal_while_coding(["big.txt"], tmp_path, signame, cli=cli)
     assert rc == status, err
     assert latency < 1.5, latency
     assert listing(tmp_path) == ["big.txt"]          # no big.txt.nlm, no .big.txt.nlm.*.tmp
@@ -807,7 +833,7 @@ def test_rm_keeps_an_input_that_changes_while_compressed(tmp_path, change):
     big = tmp_path / "big.txt"
     big.write_bytes(data)
     p = start([*MODEL, "--rm", "big.txt"], tmp_path)
-    wait_for(lambda: temp_files(tmp_path) or p.poll() is not None)
+    wait_for(lambda: output_open(p, tmp_path) or p.poll() is not None)
     assert p.poll() is None
     if change == "append":
         with open(big, "ab") as f:

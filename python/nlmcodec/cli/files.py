@@ -84,12 +84,39 @@ def _remove_stale_temps(path):
             pass
 
 
-class _Output:
-    """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and renames into place.
+# Linux: outputs are first written to an unnamed file (O_TMPFILE) and linked into place through /proc, so a
+# killed process leaves nothing behind.  False (or a file system without O_TMPFILE) uses a named temporary file.
+UNNAMED_TEMPS = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
 
-    The temporary file is ``.NAME.PID.RANDOM.tmp`` (NAME the output's name, PID this process's): a signal
+
+def _link_fd(fd, dest):
+    """Give open file ``fd`` the name ``dest`` (linkat through /proc with AT_SYMLINK_FOLLOW; a plain link()
+    would link the /proc entry itself).  Raises FileExistsError if ``dest`` exists."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.link(str(fd), dest, src_dir_fd=proc, follow_symlinks=True)
+    finally:
+        os.close(proc)
+
+
+def _open_unnamed(path):
+    """An unnamed file in ``path``'s directory, or None where the system or the file system has none."""
+    if not UNNAMED_TEMPS:
+        return None
+    try:
+        return os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError:
+        return None       # EOPNOTSUPP, EISDIR (old kernels), EINVAL...: the named file reports real errors
+
+
+class _Output:
+    """Write to a temporary file next to ``path``; ``commit()`` fsyncs, copies metadata and puts it in place.
+
+    On Linux the temporary file has no name (O_TMPFILE) until commit() links it: a killed process leaves
+    nothing.  Elsewhere it is ``.NAME.PID.RANDOM.tmp`` (NAME the output's name, PID this process's): a signal
     removes it (terminal._on_signal), and what a SIGKILL leaves behind is removed by the next run that writes
-    NAME (_remove_stale_temps), once process PID is gone."""
+    NAME (_remove_stale_temps), once process PID is gone.  With -f an unnamed file is linked to such a name
+    and renamed over the old output (rename is the only atomic replace)."""
 
     def __init__(self, path, force, src_stat=None):
         self.path = path
@@ -100,19 +127,59 @@ class _Output:
             if _Temps.dying:
                 raise _Skip("interrupted")
             _remove_stale_temps(path)
-            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            self.tmp = None
+            self.fd = _open_unnamed(path)
+            if self.fd is None:
+                self.fd, self.tmp = self._open_named()
+        self.sink = _Sink(self.fd, path)
+
+    def _open_named(self):
+        """A new ``.NAME.PID.RANDOM.tmp``, registered for the signal handler (hold _Temps.lock)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        for _ in range(100):
+            tmp = _temp_name(self.path, os.getpid())
+            try:
+                fd = os.open(tmp, flags, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(errno.EEXIST, "no unused temporary file name", tmp)
+        _Temps.paths.add(tmp)
+        return fd, tmp
+
+    def _name_unnamed(self):
+        """Give the unnamed file a temporary name (for -f's rename, or where linking to ``path`` failed for a
+        reason other than an existing file): linked through /proc, or copied if that link is refused."""
+        with _Temps.lock:
+            if _Temps.dying:
+                raise _Skip("interrupted")
             for _ in range(100):
-                tmp = _temp_name(path, os.getpid())
+                tmp = _temp_name(self.path, os.getpid())
                 try:
-                    self.fd = os.open(tmp, flags, 0o600)
-                    break
+                    _link_fd(self.fd, tmp)
+                    _Temps.paths.add(tmp)
+                    self.tmp = tmp
+                    return
                 except FileExistsError:
                     continue
-            else:
-                raise FileExistsError(errno.EEXIST, "no unused temporary file name", tmp)
-            self.tmp = tmp
-            _Temps.paths.add(self.tmp)
-        self.sink = _Sink(self.fd, path)
+                except OSError:
+                    break
+        with _Temps.lock:
+            fd, self.tmp = self._open_named()
+        try:
+            size = os.fstat(self.fd).st_size
+            off = 0
+            while off < size:
+                n = os.copy_file_range(self.fd, fd, size - off, off, off) if hasattr(os, "copy_file_range") \
+                    else os.write(fd, os.pread(self.fd, min(size - off, 1 << 20), off))
+                if n <= 0:
+                    raise OSError(errno.EIO, "short copy of the temporary output", self.path)
+                off += n
+            os.fchmod(fd, stat.S_IMODE(os.fstat(self.fd).st_mode))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def write(self, b):
         self.sink.write(b)
@@ -125,6 +192,8 @@ class _Output:
                     os.fchmod(self.fd, stat.S_IMODE(self.src_stat.st_mode))
                 except OSError:
                     pass
+            if self.tmp is None and self._link_unnamed():
+                return
             fd, self.fd = self.fd, None
             os.close(fd)
             if self.src_stat is not None:
@@ -148,10 +217,36 @@ class _Output:
                     os.unlink(self.tmp)
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.path) from None
+        self._committed()
+
+    def _committed(self):
         self.committed = True
         with _Temps.lock:
             _Temps.paths.discard(self.tmp)
         _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def _link_unnamed(self):
+        """Put the unnamed file in place: True when done; False when it now has a temporary name and the named
+        path of commit() finishes (-f, or a /proc link refused)."""
+        if self.src_stat is not None and os.utime in os.supports_fd:
+            try:
+                os.utime(self.fd, ns=(self.src_stat.st_atime_ns, self.src_stat.st_mtime_ns))
+            except OSError:
+                pass
+        if not self.force:
+            try:
+                _link_fd(self.fd, self.path)                 # never replaces an existing file
+            except FileExistsError:
+                raise _Skip(f"{self.path}: File exists (use -f to overwrite)")
+            except OSError:
+                pass
+            else:
+                fd, self.fd = self.fd, None
+                os.close(fd)
+                self._committed()
+                return True
+        self._name_unnamed()
+        return False
 
     def discard(self):
         if self.fd is not None:
@@ -160,7 +255,7 @@ class _Output:
             except OSError:
                 pass
             self.fd = None
-        if not self.committed:
+        if not self.committed and self.tmp is not None:
             with _Temps.lock:
                 try:
                     os.unlink(self.tmp)
