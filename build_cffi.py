@@ -58,14 +58,17 @@ PREAMBLE = "".join(f'#include "{h}"\n' for h in HEADERS)   # the C side of the s
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
+# Built by setup.py: the core comes from the static library nlmcore (setup.py's build_clib), which build_ext
+# links into every extension; run alone (python build_cffi.py), the module compiles the core's sources itself.
+STANDALONE = __name__ == "__main__"
 ffibuilder.set_source(
     "nlmcodec._nlm_cffi",
     PREAMBLE,
-    sources=CORE_SOURCES,
+    sources=CORE_SOURCES if STANDALONE else [],
     include_dirs=INCLUDE_DIRS,
     extra_compile_args=EXTRA_COMPILE_ARGS,
     define_macros=DEFINE_MACROS,
 )
 
-if __name__ == "__main__":
+if STANDALONE:
     ffibuilder.compile(verbose=True)
