@@ -54,6 +54,14 @@ int nlm_codec_set_schedule(NlmCodec* c, int deep_every, int shallow_emb, int ski
  * more. */
 int nlm_codec_set_rates(NlmCodec* c, int a, int b);
 
+/* Measurement only (benchmarks/lm_in_mixer): the byte model's probability of every bit of src[0..n), read-only.  A
+ * fresh byte model for a run of n bytes (the size class of n, at least CM_SIZE_MIN) predicts and learns the
+ * bytes exactly as the byte-model block that starts such a run codes them (docs/format.md §9), without a coder:
+ * p[8 i + k] := the 12-bit probability (1..4095 of 4096) it gave bit k (most significant first) of byte i, the
+ * bit that occurred.  So sum(-log2(p / 4096)) is that block's payload in bits, up to the coder's rounding and
+ * flush.  Nothing is coded and no codec changes.  0, NLM_ERR_UNSUPPORTED above 2^23 bytes or NLM_ERR_NOMEM. */
+int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p);
+
 #ifdef __cplusplus
 }
 #endif

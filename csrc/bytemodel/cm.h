@@ -61,4 +61,9 @@ void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t);
  * negative NLM_ERR_*; NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
 int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n);
 
+/* Measurement only (nlm_lab.h nlm_lab_byte_costs): predicts and learns buf[0..n) exactly as cm_code codes them,
+ * without a coder, p[8 i + k] := the 12-bit probability of bit k (most significant first) of byte i, the bit
+ * that occurred.  Returns 0 or NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
+int cm_lab_costs(CmModel* m, const uint8_t* buf, size_t n, uint16_t* p);
+
 #endif /* NLM_BYTEMODEL_CM_H */

@@ -14,6 +14,7 @@
 #include "bytemodel/cm.h"
 #include "coder/rc.h"
 #include "nlm.h"
+#include "nlm_lab.h"
 
 struct NlmByteCoder {
     CmModel* m; /* the run in progress, NULL between runs */
@@ -133,4 +134,16 @@ int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
         return err == NLM_ERR_NOMEM ? err : NLM_ERR_CORRUPT;
     }
     return (int64_t)dst_len;
+}
+
+/* Measurement only (nlm_lab.h): every bit's probability under a fresh byte model for a run of n bytes. */
+int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p) {
+    int s = cm_size_class(n);
+    if (s < 0) return NLM_ERR_UNSUPPORTED;
+    int err = 0;
+    CmModel* m = cm_new(s, &err);
+    if (!m) return err;
+    err = cm_lab_costs(m, src, n, p);
+    cm_free(m);
+    return err;
 }

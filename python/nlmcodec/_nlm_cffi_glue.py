@@ -27,6 +27,17 @@ def lex(data):
     return bytes(ffi.buffer(out, k * TOKEN_SIZE))
 
 
+def lab_byte_costs(data):
+    """Measurement only (nlm_lab.h nlm_lab_byte_costs): the raw bytes of a native uint16 array of 8 * len(data)
+    12-bit probabilities, the fresh byte model's for each bit that occurred, or a negative error code."""
+    n = len(data)
+    out = ffi.new("uint16_t[]", 8 * n if n else 1)
+    r = lib.nlm_lab_byte_costs(ffi.from_buffer(data), n, out)
+    if r < 0:
+        return int(r)
+    return bytes(ffi.buffer(out, 2 * 8 * n))
+
+
 def param_count(V, D, H, C, arch=0):
     cfg = ffi.new("NlmConfig*", {"V": V, "D": D, "H": H, "C": C, "seg_len": 1, "arch": arch})
     return lib.nlm_param_count(cfg)

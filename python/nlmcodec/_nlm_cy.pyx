@@ -5,7 +5,7 @@ Mirrors python/nlmcodec/_nlm_cffi_glue.py function for function: _backend.py pic
 the rest of the package sees the same names.  The GIL is released around every C call that scales with
 the input.  Errors come back as negative codes; _core.py turns them into NLMError (one error map).
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from "nlm.h" nogil:
@@ -73,6 +73,7 @@ cdef extern from "nlm_lab.h" nogil:
     int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
     int nlm_codec_set_forward(NlmCodec* c, int level)
+    int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p)
 
 FORMAT_VERSION, FORMAT_OLDEST = NLM_FORMAT_VERSION, NLM_FORMAT_OLDEST
 MODE_STATIC, MODE_DYNAMIC, MODE_HEADS = NLM_MODE_STATIC, NLM_MODE_DYNAMIC, NLM_MODE_HEADS
@@ -98,6 +99,21 @@ def lex(const uint8_t[::1] data):
     if k < 0:
         return int(k)
     return bytes(out[:k * sizeof(NlmLexToken)])
+
+
+def lab_byte_costs(const uint8_t[::1] data):
+    """Measurement only (nlm_lab.h nlm_lab_byte_costs): the raw bytes of a native uint16 array of 8 * len(data)
+    12-bit probabilities, the fresh byte model's for each bit that occurred, or a negative error code."""
+    cdef size_t n = data.shape[0]
+    cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
+    out = bytearray(2 * 8 * n if n else 2)
+    cdef uint8_t[::1] o = out
+    cdef int r
+    with nogil:
+        r = nlm_lab_byte_costs(src, n, <uint16_t*>&o[0])
+    if r < 0:
+        return int(r)
+    return bytes(out[:2 * 8 * n])
 
 
 def param_count(int V, int D, int H, int C, int arch=0):
