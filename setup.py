@@ -30,6 +30,8 @@ ext = Extension(
 
 setup(
     libraries=[CORE],
+    # nlmcodec(1), rendered from the CLI's parser (python -m nlmcodec.cli.manpage), into PREFIX/share/man/man1
+    data_files=[("share/man/man1", ["docs/nlmcodec.1"])],
     ext_modules=cythonize([ext], build_dir="build/cython", language_level=3),
     cffi_modules=["build_cffi.py:ffibuilder"],
 )

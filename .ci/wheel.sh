@@ -18,6 +18,7 @@ for cc in gcc cc clang; do
 done
 nocc=(env -i HOME="$work" PATH="$bin" LANG=C.UTF-8 PIP_DISABLE_PIP_VERSION_CHECK=1)
 "${nocc[@]}" "$bin/python" -m pip install --quiet --only-binary=:all: "$wheel"
+test -s "$work/venv/share/man/man1/nlmcodec.1" || { echo "wheel lane: the man page was not installed" >&2; exit 1; }
 cp README.md "$work/sample.txt"
 (cd "$work" && "${nocc[@]}" "$bin/nlmcodec" -k sample.txt && "${nocc[@]}" "$bin/nlmcodec" -t sample.txt.nlm \
     && "${nocc[@]}" "$bin/nlmcodec" -dc sample.txt.nlm > roundtrip.txt)

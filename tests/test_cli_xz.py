@@ -11,6 +11,7 @@
   once PID is dead, and nothing else is.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -386,3 +388,22 @@ def test_a_live_writers_temporary_file_is_left_alone(tmp_path):
     err = p.stderr.read()
     assert p.wait(timeout=TIMEOUT) == 1 and b"out.nlm: File exists" in err    # never overwritten without -f
     assert listing(tmp_path) == ["out.nlm", "x.txt"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the man page (issue 43): rendered from the parser, installed with the package
+
+def test_the_man_page_is_the_parsers():
+    """docs/nlmcodec.1 (installed as share/man/man1/nlmcodec.1; .ci/wheel.sh checks the wheel has it) is what
+    the parser renders now, and names every option --help shows.  Regenerate: python -m nlmcodec.cli.manpage
+    > docs/nlmcodec.1"""
+    from nlmcodec.cli.manpage import render_man
+    from nlmcodec.cli.options import _build_parser
+    page = render_man()
+    shipped = (Path(__file__).resolve().parents[1] / "docs" / "nlmcodec.1").read_text()
+    assert shipped == page, "docs/nlmcodec.1 is stale: python -m nlmcodec.cli.manpage > docs/nlmcodec.1"
+    for action in _build_parser()._actions:
+        if action.help != argparse.SUPPRESS:
+            for opt in action.option_strings:
+                assert f"\\fB{opt.replace('-', chr(92) + '-')}\\fR" in page, opt
+    assert page.startswith(".TH NLMCODEC 1") and "\n.SH SYNOPSIS\n" in page
