@@ -145,6 +145,8 @@ def test_pandas_read_csv(tmp_path):
     assert len(df) == 300 and list(df.columns) == ["n", "word", "half"]
     with fsspec.open(p, "rb", compression="infer") as f:                # pandas reading a binary file object
         pd.testing.assert_frame_equal(pd.read_csv(f), expected)
+    with nlmcodec.open(p, "rt", encoding="utf-8") as f:                 # the README's route: no fsspec needed
+        pd.testing.assert_frame_equal(pd.read_csv(f), expected)
 
 
 # ------------------------------------------------------------------------------------------ dask.bag
