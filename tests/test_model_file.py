@@ -188,6 +188,29 @@ def test_the_default_and_every_current_vector_model_are_found():
     assert ids and all(_registry.model_by_id(bytes.fromhex(i)) is not None for i in ids)
 
 
+# Every default model a release has bundled, by name and id (docs/format.md, "Format policy": it stays in the
+# package, so every frame made with it decodes with no option).  Add a new default here; never remove one.
+BUNDLED_DEFAULTS = {
+    "default-2": "95789fd5bee9d0b7c0826a825fbd845967b4bcd581f3b0ad9ab7de98167ef4b4",     # 1.0's frames
+}
+
+
+def test_every_bundled_default_stays_in_the_package():
+    """The package's model directory (what the wheel ships: pyproject's package data models/default-*) holds
+    every default model ever bundled, byte for byte (the id is the file's SHA-256), and no default-N that is
+    not pinned here."""
+    import hashlib
+
+    from nlmcodec import _registry
+
+    shipped = {p.stem: p for p in _registry.package_dir().glob("default-*.nlmm")}
+    assert set(shipped) == set(BUNDLED_DEFAULTS), sorted(shipped)
+    for name, model_id in BUNDLED_DEFAULTS.items():
+        assert hashlib.sha256(shipped[name].read_bytes()).hexdigest() == model_id, name
+        found = _registry.model_by_id(bytes.fromhex(model_id))       # what a frame naming it gets
+        assert found is not None and found.model_id == bytes.fromhex(model_id), name
+
+
 def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
     """The naming rule on real files: default-10 is newer than default-9; a default.nlmm of a development
     checkout takes precedence; other names are not defaults."""
