@@ -101,24 +101,62 @@ def _run_bench(files, opts):
     return EXIT_ERROR
 
 
-def _run_explain(argv):
-    """``nlmcodec --explain FILE [-o OUT.html] [-m MODEL] [-f] [-q]``: the page of nlmcodec._explain.
+def _detail_size(text):
+    """--explain --detail: bytes with an optional K/KiB/M/MiB suffix (powers of 1024), or ``all``."""
+    t = text.strip().lower()
+    if t == "all":
+        return None
+    mult = 1
+    for suffix, m in (("kib", 1 << 10), ("mib", 1 << 20), ("k", 1 << 10), ("m", 1 << 20)):
+        if t.endswith(suffix):
+            t, mult = t[:-len(suffix)].strip(), m
+            break
+    if not t.isdigit():
+        raise ValueError(f"{text}: not a size (e.g. 64KiB, 1MiB, all)")
+    return int(t) * mult
 
-    Both modes (static and dynamic) are computed and drawn; OUT defaults to FILE.explain.html, is written
-    to a temporary file and renamed into place (an existing OUT is replaced only with -f).
+
+def _run_explain(argv):
+    """``nlmcodec --explain FILE [-o OUT.html] [-m MODEL] [--static|--heads|--dynamic] [--all-modes]
+    [--detail SIZE] [-f] [-q]``: the page of nlmcodec._explain.explain_page.
+
+    The mode (default: the default mode of compression) is explained over the whole file, token by token for
+    the detail window (the first 64 KiB by default) and per block for the rest; the other two modes over the
+    window's bytes (--all-modes: over the whole file).  OUT defaults to FILE.explain.html, is written to a
+    temporary file and renamed into place (an existing OUT is replaced only with -f).
     """
+    from .._frame import DEFAULT_ADAPT, HEADS
+
     ap = _Parser(prog=f"{PROG} --explain", description="Draw where the bits go: a self-contained HTML page "
-                 "with each token coloured by its cost (static and dynamic), bits by category and a "
-                 "cumulative-size curve against xz -9e.")
+                 "with each token coloured by its cost, bits by category with a legend, the blocks of the frame "
+                 "and a cumulative-size curve against xz -9e.  The mode is explained over the whole file "
+                 "(token by token in the detail window, per block after it); the other two modes over the "
+                 "detail window's bytes, for comparison.")
     ap.add_argument("file", metavar="FILE")
     ap.add_argument("-o", "--output", metavar="OUT.html", help="output page (default FILE.explain.html)")
     ap.add_argument("-m", "--model", metavar="MODEL", help="bundled model name or .nlmm path (default: default)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--static", dest="adapt", action="store_const", const=False, default=DEFAULT_ADAPT,
+                      help="explain static mode")
+    mode.add_argument("--heads", dest="adapt", action="store_const", const=HEADS,
+                      help="explain heads mode (the default, as when compressing)")
+    mode.add_argument("--dynamic", dest="adapt", action="store_const", const=True, help="explain dynamic mode")
+    ap.add_argument("--all-modes", action="store_true",
+                    help="the other two modes over the whole file too (each costs its own compression time)")
+    ap.add_argument("--detail", metavar="SIZE", default="64KiB",
+                    help="bytes drawn token by token, from the start, rounded down to a block end (default 64KiB; "
+                         "K/KiB/M/MiB or 'all'); the page grows by about 60 bytes per token per mode")
     ap.add_argument("-f", "--force", action="store_true", help="replace an existing output")
     ap.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_ERROR
+    try:
+        detail = _detail_size(args.detail)
+    except ValueError as e:
+        _eprint(f"{PROG}: --explain: --detail {e}")
+        return EXIT_ERROR
     out = args.output or args.file + ".explain.html"
     if os.path.isdir(out):
         _eprint(f"{PROG}: {out}: Is a directory")
@@ -141,8 +179,9 @@ def _run_explain(argv):
     o = None
     try:
         t0 = time.monotonic()
-        exps = [_explain.explain(data, model=args.model, adapt=a) for a in (False, True)]
-        page = _explain.render_html(data, os.path.basename(args.file), exps).encode("utf-8")
+        page, exps = _explain.explain_page(data, os.path.basename(args.file), model=args.model, adapt=args.adapt,
+                                           detail=detail, all_modes=args.all_modes)
+        page = page.encode("utf-8")
         o = _Output(out, args.force)
         o.write(page)
         umask = os.umask(0o22)
@@ -150,8 +189,12 @@ def _run_explain(argv):
         os.fchmod(o.fd, 0o666 & ~umask)     # a page, not a copy of FILE: the usual mode of a new file
         o.commit()
         if not args.quiet:
-            _eprint(f"{PROG}: {out}: {len(exps[0]):,} tokens; static {exps[0].frame_size:,} B, dynamic "
-                    f"{exps[1].frame_size:,} B of {len(data):,} B ({_elapsed(time.monotonic() - t0)})")
+            main = exps[0]
+            others = ", ".join(f"{e.mode} {e.frame_size:,} B" + ("" if e.size == len(data) else
+                                                                 f" of the first {e.size:,} B") for e in exps[1:])
+            _eprint(f"{PROG}: {out}: {main.token_count:,} tokens ({len(main):,} drawn); {main.mode} "
+                    f"{main.frame_size:,} B of {len(data):,} B; {others}; page {len(page):,} B "
+                    f"({_elapsed(time.monotonic() - t0)})")
     except _Skip as e:
         _eprint(f"{PROG}: {e}")
         return EXIT_ERROR
