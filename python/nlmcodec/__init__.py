@@ -73,9 +73,10 @@ __all__ = [
 ]
 
 
-def explain(data, *, model=None, adapt=_DEFAULT_ADAPT):
+def explain(data, *, model=None, adapt=_DEFAULT_ADAPT, detail=None):
     """Per-token costs of compressing data with model (None: the bundled default) in the given mode: an
-    Explanation (nlmcodec._explain; imported on first use, it needs numpy).  Runs the real encoder."""
+    Explanation (nlmcodec._explain; imported on first use, it needs numpy).  Runs the real encoder.  detail:
+    the bytes from the start whose tokens keep full records (None: all; every block keeps its sums)."""
     from ._explain import explain as _explain
 
-    return _explain(data, model=model, adapt=adapt)
+    return _explain(data, model=model, adapt=adapt, detail=detail)

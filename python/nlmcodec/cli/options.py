@@ -73,7 +73,8 @@ def _build_parser():
                     "With no FILE, or when FILE is -, read standard input and write standard output.",
         epilog="training: %(prog)s --train FILE... -o MODEL [-f] [training options] "
                "(see %(prog)s --train --help). "
-               "explain: %(prog)s --explain FILE [-o OUT.html] [-m MODEL] [-f] (see %(prog)s --explain --help). "
+               "explain: %(prog)s --explain FILE [-o OUT.html] [-m MODEL] [--static|--heads|--dynamic] [--all-modes] "
+               "[--detail SIZE] [-f] (see %(prog)s --explain --help). "
                "Exit status: 0 ok, 1 error, 2 warning, 128+N after signal N (130 after Ctrl-C).",
     )
     m = p.add_argument_group("operation mode (the last one given wins)")
