@@ -255,12 +255,53 @@ def spread(n, pieces):
     return out
 
 
+WS = frozenset(b" \t\n\r\x0b\x0c")
+GAP_PART = 6                                            # TRACE_PARTS index of "gap" (gap symbol + literal run)
+
+
+def exact(n, data, recs, bm=None):
+    """Per-byte costs from per-token records (off, len, bits[8] or None, total): the gap part on the gap bytes,
+    the rest on the body bytes (exact attribution).  A token without gap bytes (gap symbol 0) puts its gap part
+    on its first body byte; END's trailing whitespace takes all of END's bits; an empty END goes to the last
+    byte.  Records without parts (plain blocks) are spread evenly.  With bm (per-byte byte-model costs) the
+    token's cost is min(word path, byte model) (the per-token oracle) and a token the byte model wins gets bm."""
+    out = np.zeros(n)
+    for off, ln, parts, total in recs:
+        if ln == 0:
+            out[n - 1] += total
+            continue
+        if bm is not None:
+            bb = bm[off:off + ln].sum()
+            if bb < total:
+                out[off:off + ln] += bm[off:off + ln]
+                continue
+        if parts is None:
+            out[off:off + ln] += total / ln
+            continue
+        gl = 0
+        while gl < ln and data[off + gl] in WS:
+            gl += 1
+        g = float(parts[GAP_PART])
+        if gl == ln:
+            out[off:off + ln] += total / ln
+        elif gl == 0:
+            out[off] += g
+            out[off:off + ln] += (total - g) / ln
+        else:
+            out[off:off + gl] += g / gl
+            out[off + gl:off + ln] += (total - g) / (ln - gl)
+    return out
+
+
 def measure_doc(ws, m, data, mode):
     n = len(data)
     rec = {}
     # -- frame (today's coding)
     ex = nlmcodec.explain(data, adapt=mode)
     rec["frame"] = spread(n, [(t.offset, len(t.bytes), t.total) for t in ex.tokens])
+    er = ex.records
+    rec["framex"] = exact(n, data, [(int(r["off"]), int(r["len"]), r["bits"] if r["coder"] == 0 else None,
+                                     float(r["total"])) for r in er])
     coder = np.zeros(n, dtype=np.int8)
     for b in ex.blocks:
         coder[b.offset:b.offset + b.size] = KIND_CODER[b.kind]
@@ -270,13 +311,15 @@ def measure_doc(ws, m, data, mode):
     codec = Codec(m, _frame.adapt_mode(mode))
     codec.reset()
     codec.trace(True)
-    pieces = []
+    pieces, xrecs = [], []
     for pos, ln in _encode._model_pieces(data):
         codec.encode_block(data[pos:pos + ln])
         for r in codec.trace_records():
             pieces.append((pos + int(r["off"]), int(r["len"]), float(r["bits"].sum())))
+            xrecs.append((pos + int(r["off"]), int(r["len"]), r["bits"].copy(), float(r["bits"].sum())))
     codec.trace(False)
     rec["wm"] = spread(n, pieces)
+    rec["wmx"] = exact(n, data, xrecs)
     # -- the byte model alone
     p = np.frombuffer(native.lab_byte_costs(data), dtype="=u2").astype(np.float64).reshape(n, 8)
     rec["bm"] = -np.log2(p / 4096.0).sum(axis=1)
@@ -290,6 +333,8 @@ def measure_doc(ws, m, data, mode):
             bb = rec["bm"][off:off + ln].sum()
             orc[off:off + ln] = min(b, bb) / ln
     rec["oracle"] = orc
+    rec["oraclex"] = exact(n, data, xrecs, rec["bm"])
+    rec["trace"] = np.array([(o, ln, *b) for o, ln, b, _ in xrecs], dtype=np.float64).reshape(-1, 10)
     # -- the word side as a byte predictor, and the mix
     toks = lex_tokens(data)
     ids, cases, gaps, cats = [], [], [], np.zeros(n, dtype=np.int8)
@@ -363,6 +408,8 @@ def measure_doc(ws, m, data, mode):
                 D, E, O = v[j - 1]
                 phase[i] = 1 if i == bstart else (2 if D.sum() + E > 0 else 3)
     rec["wmbyte"] = wmcost
+    rec["pwm1"] = pwm1.astype(np.float32)
+    rec["conf"] = conf
     # -- the mix, per bit
     mx = Mixer(4 * 5 * 2, 3, apm_sets=8)
     clip = 4095.0 / 4096
@@ -400,8 +447,9 @@ def main():
     outdir = common.HERE / "results"
     outdir.mkdir(exist_ok=True)
     cols = ("frame", "wm", "bm", "oracle", "wmbyte", "mix")
-    acc = {k: [] for k in cols + ("coder", "lt", "cat", "phase", "src", "doc")}
-    tok = {"src": [], "k": [], "rank": []}
+    xcols = ("framex", "wmx", "oraclex", "pwm1", "conf")
+    acc = {k: [] for k in cols + xcols + ("coder", "lt", "cat", "phase", "src", "doc")}
+    tok = {"src": [], "k": [], "rank": [], "trace": [], "tdoc": []}
     docs = []
     for si, s in enumerate(common.SOURCES):
         if s not in a.sources.split(","):
@@ -409,8 +457,10 @@ def main():
         for did, data in smp[s]:
             t0 = time.time()
             rec, fb, kcls, rank = measure_doc(ws, m, data, a.mode)
-            for k in cols + ("coder", "lt", "cat", "phase"):
+            for k in cols + xcols + ("coder", "lt", "cat", "phase"):
                 acc[k].append(rec[k])
+            tok["trace"].append(rec["trace"])
+            tok["tdoc"].append(np.full(len(rec["trace"]), len(docs), dtype=np.int32))
             acc["src"].append(np.full(len(data), si, dtype=np.int8))
             acc["doc"].append(np.full(len(data), len(docs), dtype=np.int32))
             tok["src"].append(np.full(len(rank), si, dtype=np.int8))
