@@ -62,6 +62,16 @@ int nlm_codec_set_rates(NlmCodec* c, int a, int b);
  * flush.  Nothing is coded and no codec changes.  0, NLM_ERR_UNSUPPORTED above 2^23 bytes or NLM_ERR_NOMEM. */
 int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p);
 
+/* Measurement only (benchmarks/lm_in_mixer): with on = 1 and the trace on (nlm_codec_trace), every later
+ * nlm_encode_block also records, per traced token, the distributions the codec coded with: the C class
+ * probabilities f_k / F of the class stage (docs/format.md §3.2 step 1: after adaptation and the token cache's
+ * mix, before the match flag's exclusion of §3.4; recorded whether the flag hit or not), then the NLM_NGAP gap
+ * probabilities g_i / G after gap blending (§3.3, step 5).  nlm_lab_trace_dists_records reads the last block's:
+ * *n tokens (the trace's records, in order), *width = C + NLM_NGAP floats each.  on = 0 stops and frees them.
+ * Reporting only: no coded byte changes.  0, or NLM_ERR_STATE without a codec. */
+int nlm_lab_trace_dists(NlmCodec* c, int on);
+const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* width);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,9 @@ Three variants:
   B  gap after body (today's order, §3.2: the gap is coded after the body): the gap model also sees the
      token's body (its kind, first byte and length), which the decoder knows at that point;
   C  B plus the network's gap head P(gap | w, h) (static float network, reference arithmetic: no heads
-     adaptation, no gap blending) as one more mixer input: today's gap prediction and the line contexts mixed.
+     adaptation, no gap blending) as one more mixer input: today's gap prediction and the line contexts mixed;
+  D  B plus the codec's own gap distribution (after heads adaptation and gap blending, lab hook
+     nlm_lab_trace_dists) as the input: what a product would mix.
 
 The gap model (float, a measuring prototype): the symbol (END, '\\n', ' ', '\\t', '\\r', '\\v', '\\f') as a
 binary tree (END? newline? space? tab? CR? VT?); per node and context an adaptive probability (rate 1/(n+1.5),
@@ -269,9 +271,13 @@ def main():
             codec = Codec(m, _frame.adapt_mode(a.mode))
             codec.reset()
             codec.trace(True)
+            codec._c.lab_trace_dists(1)
+            real = []
             toks, total, gapbits, emptygap = [], 0.0, 0.0, 0.0
             for pos, ln in _encode._model_pieces(data):
                 codec.encode_block(data[pos:pos + ln])
+                raw, width = codec._c.lab_trace_dists_records()
+                real.append(np.frombuffer(raw, dtype="=f4").reshape(-1, width)[:, -8:].astype(np.float64))
                 for r in codec.trace_records():
                     off, L = pos + int(r["off"]), int(r["len"])
                     gl = 0
@@ -288,12 +294,13 @@ def main():
             heads, lt = gap_heads(ws, data)
             assert len(lt) == len(toks) and all(int(t["gap_off"]) == g[0] for t, g in zip(lt, toks))
             gc = gap_costs(data, toks, True, heads)
+            gd = gap_costs(data, toks, True, np.concatenate(real))
             gbytes = sum(t[1] for t in toks)
-            row = acc.setdefault(s, np.zeros(9))
-            row += [len(data), gbytes, len(toks), total, gapbits, emptygap, ga.sum(), gb.sum(), gc.sum()]
+            row = acc.setdefault(s, np.zeros(10))
+            row += [len(data), gbytes, len(toks), total, gapbits, emptygap, ga.sum(), gb.sum(), gc.sum(), gd.sum()]
             print(f"{s:17s} {did[:28]:28s} {len(data):6d} B  wm {total / len(data):.3f}  gap part "
                   f"{gapbits / len(data):.3f}  A {ga.sum() / len(data):.3f}  B {gb.sum() / len(data):.3f}  "
-                  f"C {gc.sum() / len(data):.3f}  "
+                  f"C {gc.sum() / len(data):.3f}  D {gd.sum() / len(data):.3f}  "
                   f"({time.time() - t0:.1f} s)", flush=True)
     rows = []
     groups = [(s, acc[s]) for s in common.SOURCES if s in acc]
@@ -302,21 +309,21 @@ def main():
         groups.append(("tech (all 4)", sum(tech)))
     groups.append(("all", sum(acc.values())))
     head = ["source", "bytes", "gap bytes", "tokens", "word path", "its gap part (bpb)", "of which empty gaps",
-            "gap model A", "gap model B", "gap model C", "hybrid A", "hybrid B", "hybrid C", "A vs word path",
-            "B vs word path", "C vs word path"]
+            "gap model A", "gap model B", "gap model C", "gap model D", "hybrid A", "hybrid B", "hybrid C",
+            "hybrid D", "A vs word path", "B vs word path", "C vs word path", "D vs word path"]
     for name, r in groups:
-        n, gb_, nt, tot, gp, eg, ga, gbb, gc = r
-        hA, hB, hC = tot - gp + ga, tot - gp + gbb, tot - gp + gc
+        n, gb_, nt, tot, gp, eg, ga, gbb, gc, gd = r
+        hA, hB, hC, hD = tot - gp + ga, tot - gp + gbb, tot - gp + gc, tot - gp + gd
         rows.append([name, f"{int(n)}", f"{100 * gb_ / n:.1f}%", f"{int(nt)}", f"{tot / n:.3f}", f"{gp / n:.3f}",
-                     f"{eg / n:.3f}", f"{ga / n:.3f}", f"{gbb / n:.3f}", f"{gc / n:.3f}", f"{hA / n:.3f}",
-                     f"{hB / n:.3f}", f"{hC / n:.3f}", f"{100 * (hA / tot - 1):+.2f}%", f"{100 * (hB / tot - 1):+.2f}%",
-                     f"{100 * (hC / tot - 1):+.2f}%"])
+                     f"{eg / n:.3f}", f"{ga / n:.3f}", f"{gbb / n:.3f}", f"{gc / n:.3f}", f"{gd / n:.3f}",
+                     f"{hA / n:.3f}", f"{hB / n:.3f}", f"{hC / n:.3f}", f"{hD / n:.3f}", f"{100 * (hA / tot - 1):+.2f}%",
+                     f"{100 * (hB / tot - 1):+.2f}%", f"{100 * (hC / tot - 1):+.2f}%", f"{100 * (hD / tot - 1):+.2f}%"])
     out = common.HERE / "results" / f"gap_{a.tag}.csv"
     with open(out, "w", newline="") as f:
         csv.writer(f).writerows([head] + rows)
     print("\n### The word path with a byte-level gap model (bits per byte of the whole input; A = gap coded before "
           "the body from the bytes before it; B = after the body, as today, also seeing the body; C = B plus the "
-          "static network gap head P(gap | w, h) as a mixer input)\n")
+          "static network gap head P(gap | w, h) as a mixer input; D = B plus the codec's own blended gap distribution)\n")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:

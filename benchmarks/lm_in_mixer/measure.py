@@ -101,11 +101,16 @@ class WordSide:
             hs[t + 1] = np.tanh(XW[t] + hs[t] @ WhT)
         return hs
 
-    def dists(self, h, zw=None):
-        """For one state: P(w) (V), P(gap | w) (V, 8), P(case | w) (V, 3), P(class) (C); zw: Wo h + bo if known."""
-        zc = self.Wc @ h + self.bc
-        pc = np.exp(zc - zc.max())
-        pc /= pc.sum()
+    def dists(self, h, zw=None, pc=None):
+        """For one state: P(w) (V), P(gap | w) (V, 8), P(case | w) (V, 3), P(class) (C); zw: Wo h + bo if known;
+        pc: a class distribution to use instead of the network's (the codec's own, --real-classes)."""
+        if pc is None:
+            zc = self.Wc @ h + self.bc
+            pc = np.exp(zc - zc.max())
+            pc /= pc.sum()
+        else:
+            pc = np.asarray(pc, dtype=np.float64)
+            pc = pc / pc.sum()
         if zw is None:
             zw = self.Wo @ h + self.bo
         mx = np.maximum.reduceat(zw, self.cs[:-1])
@@ -293,7 +298,7 @@ def exact(n, data, recs, bm=None):
     return out
 
 
-def measure_doc(ws, m, data, mode):
+def measure_doc(ws, m, data, mode, real=False):
     n = len(data)
     rec = {}
     # -- frame (today's coding)
@@ -311,9 +316,14 @@ def measure_doc(ws, m, data, mode):
     codec = Codec(m, _frame.adapt_mode(mode))
     codec.reset()
     codec.trace(True)
-    pieces, xrecs = [], []
+    if real:
+        codec._c.lab_trace_dists(1)
+    pieces, xrecs, real_d = [], [], []
     for pos, ln in _encode._model_pieces(data):
         codec.encode_block(data[pos:pos + ln])
+        if real:
+            raw, width = codec._c.lab_trace_dists_records()
+            real_d.append(np.frombuffer(raw, dtype="=f4").reshape(-1, width))
         for r in codec.trace_records():
             pieces.append((pos + int(r["off"]), int(r["len"]), float(r["bits"].sum())))
             xrecs.append((pos + int(r["off"]), int(r["len"]), r["bits"].copy(), float(r["bits"].sum())))
@@ -337,6 +347,9 @@ def measure_doc(ws, m, data, mode):
     rec["trace"] = np.array([(o, ln, *b) for o, ln, b, _ in xrecs], dtype=np.float64).reshape(-1, 10)
     # -- the word side as a byte predictor, and the mix
     toks = lex_tokens(data)
+    if real:
+        real_d = np.concatenate(real_d)
+        assert len(real_d) == len(toks)
     ids, cases, gaps, cats = [], [], [], np.zeros(n, dtype=np.int8)
     for t in toks:
         body = data[t["off"]:t["off"] + t["len"]]
@@ -356,7 +369,7 @@ def measure_doc(ws, m, data, mode):
         g0, end = int(t["gap_off"]), int(t["off"]) + int(t["len"])
         if ti % 128 == 0:
             ZW = hs[ti:ti + 128] @ ws.Wo.T + ws.bo
-        pw, pg, pk, pc = ws.dists(hs[ti], ZW[ti % 128])
+        pw, pg, pk, pc = ws.dists(hs[ti], ZW[ti % 128], real_d[ti, :ws.C] if real else None)
         srt = np.sort(pc)[::-1]
         cum = np.cumsum(srt)
         kcls[ti] = [int(np.searchsorted(cum, q)) + 1 for q in (0.9, 0.99, 0.999)]
@@ -440,6 +453,9 @@ def main():
     ap.add_argument("--sources", default=",".join(common.SOURCES))
     ap.add_argument("--mode", default=_frame.DEFAULT_ADAPT)
     ap.add_argument("--tag", default="main")
+    ap.add_argument("--real-classes", action="store_true",
+                    help="the word side's class distribution is the codec's own per token (after adaptation and the "
+                         "token cache; lab hook nlm_lab_trace_dists) instead of the static network's")
     a = ap.parse_args()
     m = resolve(None)
     ws = WordSide(m)
@@ -456,7 +472,7 @@ def main():
             continue
         for did, data in smp[s]:
             t0 = time.time()
-            rec, fb, kcls, rank = measure_doc(ws, m, data, a.mode)
+            rec, fb, kcls, rank = measure_doc(ws, m, data, a.mode, a.real_classes)
             for k in cols + xcols + ("coder", "lt", "cat", "phase"):
                 acc[k].append(rec[k])
             tok["trace"].append(rec["trace"])

@@ -83,6 +83,9 @@ struct NlmCodec {
     int trace_on;         /* nlm_codec_trace */
     NlmTraceRec* trace;   /* [trace_cap], the records of the last nlm_encode_block */
     size_t trace_cap, trace_n;
+    int lab_dists;        /* nlm_lab_trace_dists: also record each traced token's class and gap distributions */
+    float* dists;         /* [dists_cap][C + NLM_NGAP] */
+    size_t dists_cap;
 };
 
 const char* nlm_error_name(int code) {
@@ -181,6 +184,12 @@ static int code_cache_symbol(void* ctx, Rc* rc, const Fen* counts, int* sym, dou
 /* tr: the token's trace record (NULL when tracing is off); only written, never read. */
 static void end_segment(NlmCodec* c);
 
+/* nlm_lab_trace_dists: the row of the token traced in tr, or NULL (not recording) */
+static float* lab_dists_row(NlmCodec* c, const NlmTraceRec* tr) {
+    if (!tr || !c->lab_dists || !c->dists) return NULL;
+    return c->dists + (size_t)(tr - c->trace) * (size_t)(c->cfg.C + NLM_NGAP);
+}
+
 static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec* tr) {
     const int dec = c->rc.decoding;
     double* st = c->stats;
@@ -205,6 +214,9 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
     } else {
         Fc = quant_freqs(c->freq, lm_class_logits(c->model), c->cfg.C);
     }
+    float* const ld = lab_dists_row(c, tr);
+    if (ld)
+        for (int k = 0; k < c->cfg.C; k++) ld[k] = (float)((double)c->freq[k] / (double)Fc);
     if (predicted) {
         int pn;
         pcls = lm_class_of(c->model, pw);
@@ -339,6 +351,8 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         int gctx;
         uint32_t F = quant_freqs(c->freq, lm_gap_logits(c->model, t->w), NLM_NGAP);
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, hit ? tokmatch_gap(c->match) : NLM_NGAP, &gctx);
+        if (ld)
+            for (int i = 0; i < NLM_NGAP; i++) ld[c->cfg.C + i] = (float)((double)gf[i] / (double)G);
         if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
         if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
         double gbits = bits_wanted(c) ? bits_of(gf, t->gap, G) : 0.0;
@@ -520,6 +534,7 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->freq2);
     free(c->toks);
     free(c->trace);
+    free(c->dists);
     free(c);
 }
 
@@ -675,6 +690,13 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
         if (!(c->trace = (NlmTraceRec*)malloc(sizeof(NlmTraceRec) * (size_t)ntok))) return NLM_ERR_NOMEM;
         c->trace_cap = (size_t)ntok;
     }
+    if (c->trace_on && c->lab_dists && c->dists_cap < (size_t)ntok) {
+        free(c->dists);
+        c->dists_cap = 0;
+        if (!(c->dists = (float*)malloc(sizeof(float) * (size_t)ntok * (size_t)(c->cfg.C + NLM_NGAP))))
+            return NLM_ERR_NOMEM;
+        c->dists_cap = (size_t)ntok;
+    }
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
     c->rc.decoding = 0;
@@ -782,4 +804,22 @@ const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n) {
     if (!c) { if (n) *n = 0; return NULL; }
     if (n) *n = c->trace_n;
     return c->trace;
+}
+
+int nlm_lab_trace_dists(NlmCodec* c, int on) {
+    if (!c) return NLM_ERR_STATE;
+    c->lab_dists = on ? 1 : 0;
+    if (!on) {
+        free(c->dists);
+        c->dists = NULL;
+        c->dists_cap = 0;
+    }
+    return NLM_OK;
+}
+
+const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* width) {
+    const int ok = c && c->lab_dists && c->dists;
+    if (n) *n = ok ? c->trace_n : 0;
+    if (width) *width = c ? (size_t)(c->cfg.C + NLM_NGAP) : 0;
+    return ok ? c->dists : NULL;
 }

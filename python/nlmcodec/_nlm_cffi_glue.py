@@ -172,6 +172,19 @@ class Codec:
             return b""
         return bytes(ffi.buffer(t, n[0] * TRACE_SIZE))
 
+    def lab_trace_dists(self, on):
+        """Measurement only (nlm_lab.h nlm_lab_trace_dists): also record each traced token's distributions."""
+        return lib.nlm_lab_trace_dists(self.c, on)
+
+    def lab_trace_dists_records(self):
+        """(raw bytes of a native float32 array of n x width, width): the last block's class probabilities (C)
+        and gap probabilities (8) per traced token (nlm_lab.h nlm_lab_trace_dists_records)."""
+        n, w = ffi.new("size_t*"), ffi.new("size_t*")
+        d = lib.nlm_lab_trace_dists_records(self.c, n, w)
+        if n[0] == 0 or d == ffi.NULL:
+            return b"", w[0]
+        return bytes(ffi.buffer(d, n[0] * w[0] * 4)), w[0]
+
 
 class ByteCoder:
     """One NlmByteCoder: the byte model of a run of byte-model blocks (docs/format.md §9)."""

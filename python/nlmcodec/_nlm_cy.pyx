@@ -74,6 +74,8 @@ cdef extern from "nlm_lab.h" nogil:
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
     int nlm_codec_set_forward(NlmCodec* c, int level)
     int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p)
+    int nlm_lab_trace_dists(NlmCodec* c, int on)
+    const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* width)
 
 FORMAT_VERSION, FORMAT_OLDEST = NLM_FORMAT_VERSION, NLM_FORMAT_OLDEST
 MODE_STATIC, MODE_DYNAMIC, MODE_HEADS = NLM_MODE_STATIC, NLM_MODE_DYNAMIC, NLM_MODE_HEADS
@@ -286,6 +288,19 @@ cdef class Codec:
         if n == 0 or t == NULL:
             return b""
         return (<const uint8_t*>t)[:n * sizeof(NlmTraceRec)]
+
+    def lab_trace_dists(self, int on):
+        """Measurement only (nlm_lab.h nlm_lab_trace_dists): also record each traced token's distributions."""
+        return nlm_lab_trace_dists(self.c, on)
+
+    def lab_trace_dists_records(self):
+        """(raw bytes of a native float32 array of n x width, width): the last block's class probabilities (C)
+        and gap probabilities (8) per traced token (nlm_lab.h nlm_lab_trace_dists_records)."""
+        cdef size_t n = 0, w = 0
+        cdef const float* d = nlm_lab_trace_dists_records(self.c, &n, &w)
+        if n == 0 or d == NULL:
+            return b"", w
+        return (<const uint8_t*>d)[:n * w * sizeof(float)], w
 
 
 cdef class ByteCoder:
