@@ -19,12 +19,13 @@ Three variants:
 The gap model (float, a measuring prototype): the symbol (END, '\\n', ' ', '\\t', '\\r', '\\v', '\\f') as a
 binary tree (END? newline? space? tab? CR? VT?); per node and context an adaptive probability (rate 1/(n+1.5),
 n capped at 60); a logistic mixer of their stretches with weight sets by (node, position in the run 0/1/2/3+,
-line blank so far); an APM by (node, column bucket) averaged 1:1.  Contexts: the run so far; the last 1, 2, 3
+line blank so far; B-D: the body's first byte class), starting at 0.25 each (--ext-weight 1, C and D: 1 for the
+outside predictor, 0 for the others, so the mix starts as today's prediction); an APM by (node, column bucket) averaged 1:1.  Contexts: the run so far; the last 1, 2, 3
 bytes; the column and whether the line so far is blank; the previous line's indentation and the current column;
 the previous line's bytes at this column and the next; the last word; the first byte of the current line
 (line type) with the column; the previous line's first byte and length bucket.  Cold per document.
 
-    python benchmarks/lm_in_mixer/gapmodel.py --per-source 32000 --cap 16000 --tag r2
+    python benchmarks/lm_in_mixer/gapmodel.py --per-source 32000 --cap 16000 --tag r2 [--ext-weight 1]
     (writes results/gap_<tag>.csv and prints the Markdown table)
 """
 from __future__ import annotations
@@ -88,7 +89,8 @@ def wordclass(c):
 class GapModel:
     LIMIT = 60.0
 
-    def __init__(self, lr=0.02):
+    def __init__(self, lr=0.02, ext_weight=0.25):
+        self.ext_weight = ext_weight
         self.t = {}
         self.w = {}
         self.lr = lr
@@ -115,8 +117,10 @@ class GapModel:
             xs.append(0.3)
             wkey = (node, sel)
             w = self.w.get(wkey)
-            if w is None:
+            if w is None:       # --ext-weight 1: with an outside predictor the mix starts as it (the others 0)
                 w = self.w[wkey] = [0.25] * len(xs)
+                if ext is not None and self.ext_weight != 0.25:
+                    w = self.w[wkey] = [self.ext_weight] + [0.0] * (len(xs) - 1)
             t = sum(a * b for a, b in zip(w, xs))
             p = squash(t)
             # APM
@@ -180,10 +184,10 @@ def head_nodes(pg, run):
     return out
 
 
-def gap_costs(data, toks, with_body, heads=None):
+def gap_costs(data, toks, with_body, heads=None, ext_weight=0.25):
     """Bits of the gap model over the document's tokens [(gap_off, gap_len, body_off, body_len)]; heads: per
     token the network's 8 gap probabilities P(gap | w, h) (variant C: one more mixer input)."""
-    gm = GapModel()
+    gm = GapModel(ext_weight=ext_weight)
     out = np.zeros(len(toks))
     for ti, (g0, gl, b0, bl) in enumerate(toks):
         body_kind = wordclass(data[b0]) if bl > 0 else 0
@@ -258,6 +262,9 @@ def main():
     ap.add_argument("--sources", default=",".join(common.SOURCES))
     ap.add_argument("--mode", default=_frame.DEFAULT_ADAPT)
     ap.add_argument("--tag", default="r2")
+    ap.add_argument("--ext-weight", type=float, default=0.25,
+                    help="C, D: the outside predictor's initial weight; 0.25 (default): every input 0.25; else that "
+                         "weight and 0 for the others")
     a = ap.parse_args()
     m = resolve(None)
     ws = WordSide(m)
@@ -293,8 +300,8 @@ def main():
             gb = gap_costs(data, toks, True)
             heads, lt = gap_heads(ws, data)
             assert len(lt) == len(toks) and all(int(t["gap_off"]) == g[0] for t, g in zip(lt, toks))
-            gc = gap_costs(data, toks, True, heads)
-            gd = gap_costs(data, toks, True, np.concatenate(real))
+            gc = gap_costs(data, toks, True, heads, a.ext_weight)
+            gd = gap_costs(data, toks, True, np.concatenate(real), a.ext_weight)
             gbytes = sum(t[1] for t in toks)
             row = acc.setdefault(s, np.zeros(10))
             row += [len(data), gbytes, len(toks), total, gapbits, emptygap, ga.sum(), gb.sum(), gc.sum(), gd.sum()]
@@ -318,7 +325,7 @@ def main():
                      f"{eg / n:.3f}", f"{ga / n:.3f}", f"{gbb / n:.3f}", f"{gc / n:.3f}", f"{gd / n:.3f}",
                      f"{hA / n:.3f}", f"{hB / n:.3f}", f"{hC / n:.3f}", f"{hD / n:.3f}", f"{100 * (hA / tot - 1):+.2f}%",
                      f"{100 * (hB / tot - 1):+.2f}%", f"{100 * (hC / tot - 1):+.2f}%", f"{100 * (hD / tot - 1):+.2f}%"])
-    out = common.HERE / "results" / f"gap_{a.tag}.csv"
+    out = common.HERE / "results" / f"gap_{a.tag}{'' if a.ext_weight == 0.25 else f'_w{a.ext_weight:g}'}.csv"
     with open(out, "w", newline="") as f:
         csv.writer(f).writerows([head] + rows)
     print("\n### The word path with a byte-level gap model (bits per byte of the whole input; A = gap coded before "
