@@ -88,7 +88,11 @@ def main():
         table(f"Bits per byte by byte category, {gname} (gap = whitespace before a token; -oov = <unk> bodies)",
               ["category", "bytes"] + list(COLS), rows, res / f"{a.tag}_categories_{gname}.csv")
 
-    # 4. classes per token holding 90/99/99.9% of the class mass; rank of the true class
+    classes_table(T, srcs, res, a.tag)
+
+
+def classes_table(T, srcs, res, tag):
+    """Classes per token holding 90/99/99.9% of the class mass; rank of the true class."""
     rows = []
     tsrc, K, rank = T["src"], T["k"], T["rank"]
     for i, s in enumerate(srcs):
@@ -101,7 +105,7 @@ def main():
                     + [f"{100 * (r <= k).mean():.1f}%" for k in (4, 16, 32)])
     table("Classes (of 192) needed per token to hold the class mass (median / 90th percentile), and how often the "
           "true class is among the top k (in-vocabulary tokens)",
-          ["source", "tokens", "90%", "99%", "99.9%", "top-4", "top-16", "top-32"], rows, res / f"{a.tag}_classes.csv")
+          ["source", "tokens", "90%", "99%", "99.9%", "top-4", "top-16", "top-32"], rows, res / f"{tag}_classes.csv")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Second-round tables: exact attribution of the word path's bits (the gap part on the gap bytes, the rest on the
 body bytes: measure.py's wmx / framex / oraclex) per source, line type and byte category, with the byte model,
-round 1's mix and mix2.py's mixers with structure contexts (if results/bytes_<tag>_mix2.npz exists).
+round 1's mix and mix2.py's mixers with structure contexts (if results/bytes_<tag>_mix2.npz exists); the classes
+needed per token (of the codec's own class distribution with measure.py --real-classes).
 
     python benchmarks/lm_in_mixer/report2.py --tag r2 > benchmarks/lm_in_mixer/results2.md
 """
@@ -16,7 +17,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 from measure import CATS  # noqa: E402
-from report import table  # noqa: E402
+from report import classes_table, table  # noqa: E402
 
 
 def main():
@@ -80,6 +81,7 @@ def main():
               "empty gap's part is on the body's first byte; -oov = <unk> bodies)",
               ["category", "bytes", "share of word-path bits"] + [names[c] for c in cols], rows,
               res / f"{a.tag}_categories_{gname}.csv")
+    classes_table(np.load(res / f"tokens_{a.tag}.npz"), srcs, res, a.tag)
 
 
 if __name__ == "__main__":
