@@ -45,6 +45,25 @@ HEAVY_FIRST = ("dickens", "bible.txt", "test_second_reader_decodes_the_golden_ve
                "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
 
 
+# The developer's quick lane is `-m 'not slow and not heavy'` (README): a few minutes on a quiet 2-core machine.
+# "heavy" marks the tests of the quick lane that took 25 s or more each under load 5 (about 10 s on a quiet
+# core; `pytest -m 'not slow' --durations=40`).  CI runs them in both lanes (the cffi lane is -m 'not slow'),
+# so neither binding loses them; only the developer's quick check leaves them out.
+HEAVY = ("test_errors.py::test_random_bytes_expansion_bound", "test_errors.py::test_single_bit_flips",
+         "test_dual_build.py::", "test_cli.py::test_golden_vectors_decode", "test_golden.py::test_bindings_identical",
+         "test_bytemodel.py::test_scalar_reference_equals_optimised_builds",
+         "test_selftest.py::test_c_codec_refuses_when_the_selftest_fails",
+         "test_selftest.py::test_fpenv_guard_against_a_hostile_host_environment",
+         "test_selftest.py::test_selftest_catches_a_contracting_build", "test_speller.py::test_speller",
+         "test_kernels.py::test_golden_vectors_under_every_simd_cap",
+         "test_hostile.py::test_damaged_frames_give_their_codecs_back", "test_cli_xz.py::test_closed_pipe_is_quiet_like_xz",
+         "test_format_reader.py::test_second_reader_decodes_the_golden_vector[v13/repeats-default-2-",
+         "test_format_reader.py::test_second_reader_decodes_the_golden_vector[v13/spelled-default-2-",
+         "test_fallback.py::test_thread_count_does_not_change_the_frame", "test_fallback.py::test_adversarial_mixtures",
+         "test_cli.py::test_progress_line_only_on_a_terminal", "test_explain.py::test_explain_memory_bounded",
+         "test_vector_driver.py::", "test_api.py::test_block_split_independent_of_chunking")
+
+
 def _heavy_rank(item):
     mark = item.get_closest_marker("xdist_group")
     name = mark.args[0] if mark is not None and mark.args else None
@@ -60,6 +79,9 @@ def pytest_collection_modifyitems(config, items):
     binding (C harnesses, the numpy reference, text checks) or run both bindings themselves, so the first lane
     has run them already."""
     items.sort(key=_heavy_rank)
+    for it in items:
+        if any(it.nodeid.rpartition("tests/")[2].startswith(h) for h in HEAVY):
+            it.add_marker(pytest.mark.heavy)
     if nlmcodec.backend == "cffi":
         skip = pytest.mark.skip(reason="one_lane: no binding involved, or both run by the test itself; run by "
                                        "the Cython lane")
