@@ -157,7 +157,7 @@ def test_model_mismatch_on_header(tiny_model):
     other = tiny_model.with_config(lr=0.321)
     with pytest.raises(nlmcodec.NLMError, match="model mismatch"):
         nlmcodec.decompress(f, model=other)
-    with pytest.raises(nlmcodec.NLMError, match="needs model ee+, which is not bundled"):
+    with pytest.raises(nlmcodec.NLMError, match=r"needs model e{12}\.\.\. .*, which is not bundled"):
         nlmcodec.decompress(_handmade_model_frame(b"\xee" * 32))
     with pytest.raises(nlmcodec.NLMError):     # right model, garbage payload: corrupt block or CRC mismatch
         nlmcodec.decompress(f, model=tiny_model)

@@ -201,6 +201,29 @@ def name_by_id(model_id: bytes):
     return None
 
 
+def short_id(model_id: bytes) -> str:
+    """The first 12 hex digits of a model id, as messages and ``-l`` show it."""
+    return model_id.hex()[:12]
+
+
+def describe_id(model_id: bytes):
+    """How a message names the model on the search path whose id is model_id: "the bundled model `default-2`
+    (the default, id 95789fd5bee9...)", "the model `mine` (id 01d836c0af95..., in /some/dir)"; None when no
+    model there has that id."""
+    try:
+        name = name_by_id(model_id)
+    except OSError:
+        return None
+    if name is None:
+        return None
+    files = model_files()
+    p = files[name]
+    default = "the default, " if files.get(DEFAULT_NAME) == p else ""
+    if p.parent == package_dir():
+        return f"the bundled model `{name}` ({default}id {short_id(model_id)}...)"
+    return f"the model `{name}` ({default}id {short_id(model_id)}..., in {p.parent})"
+
+
 def model_by_id(model_id: bytes):
     """The model on the search path whose id is model_id, or None."""
     name = name_by_id(model_id)

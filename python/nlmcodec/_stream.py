@@ -11,7 +11,7 @@ import os
 from . import _decode, _encode, _frame, _memory
 from ._errors import NLMError
 from ._frame import CHECK_CRC32, CHECK_NONE
-from ._registry import acquire_codec, load_model, model_by_id, release_codec, resolve
+from ._registry import acquire_codec, describe_id, load_model, model_by_id, release_codec, resolve, short_id
 
 __all__ = ["NLMCompressor", "NLMDecompressor", "compress", "decompress"]
 
@@ -102,6 +102,18 @@ class NLMCompressor(_NoPickle):
             self._enc = None
 
 
+def _mismatch_message(model_id, given):
+    """One line: the model the frame needs (named when it is on the search path) and the one given instead."""
+    needed = describe_id(model_id)
+    given = describe_id(given.model_id) or f"`{given.name or '?'}` (id {short_id(given.model_id)}...)"
+    if needed is not None:
+        return (f"model mismatch: the frame was compressed with {needed}, but the model given is {given}; "
+                f"without model= the frame's model is found by its id")
+    return (f"model mismatch: the frame was compressed with model {short_id(model_id)}..., which is not bundled "
+            f"nor on the model search path, but the model given is {given}: pass that model's file with model=, "
+            f"or put it in a directory of NLMCODEC_MODEL_PATH (or add_model_dir)")
+
+
 class NLMDecompressor(_NoPickle):
     """Incremental decompressor of ONE frame (like lzma.LZMADecompressor / compression.zstd).
 
@@ -168,14 +180,14 @@ class NLMDecompressor(_NoPickle):
     def _model_of(self, model_id):
         if self._model is not None:
             if self._model.model_id != model_id:
-                raise NLMError(f"model mismatch: the frame was compressed with model {model_id.hex()}, "
-                               f"the given model {self._model.name or ''} has id {self._model.model_id.hex()}")
+                raise NLMError(_mismatch_message(model_id, self._model))
             model = self._model
         else:
             model = model_by_id(model_id)
             if model is None:
-                raise NLMError(f"the frame needs model {model_id.hex()}, which is not bundled (nor on the model "
-                                   f"search path: NLMCODEC_MODEL_PATH, add_model_dir); pass it with model=")
+                raise NLMError(f"the frame needs model {short_id(model_id)}... (the id of the model file it was "
+                               f"compressed with), which is not bundled nor on the model search path: pass that "
+                               f"file with model=, or put it in a directory of NLMCODEC_MODEL_PATH (or add_model_dir)")
         return model
 
     def decompress(self, data, /, max_length=-1, *, _complete=False) -> bytes:
