@@ -18,23 +18,47 @@ def _read_frames(f):
     return [info for info, _ in frames], sum(n for _, n in frames)
 
 
-_BUNDLED_IDS = None
+_KNOWN = {}
 
 
-def _bundled_names():
-    """{model id: name} of the models on the search path (a model's id is the SHA-256 of its file)."""
-    global _BUNDLED_IDS
-    if _BUNDLED_IDS is None:
-        _BUNDLED_IDS = {}
-        from .._registry import file_id, model_files
+def _known_models():
+    """{model id: (name, path)} of the models on the search path (the package's, add_model_dir's,
+    NLMCODEC_MODEL_PATH's): a model's name is its file's name without .nlmm; "default" is an alias, a
+    default model is listed by its own name ("default-2")."""
+    from .._registry import DEFAULT_NAME, file_id, model_dirs, model_files
 
-        for name, p in model_files().items():
+    key = tuple(model_dirs())
+    if key not in _KNOWN:
+        files = model_files()
+        own = {p: n for n, p in files.items() if n != DEFAULT_NAME}
+        known = {}
+        for name, p in sorted((own.get(p, n), p) for n, p in files.items()):
             try:
-                mid = file_id(p)
+                known.setdefault(file_id(p), (name, p))
             except OSError:
                 continue
-            _BUNDLED_IDS[mid] = name
-    return _BUNDLED_IDS
+        _KNOWN[key] = known
+    return _KNOWN[key]
+
+
+def _model_about(path):
+    """(where, stored name): "bundled" or the directory, with ", the default" for the default model; the
+    name stored in the model file when it differs from the file's name (e.g. the name it was trained under)."""
+    import mmap
+
+    from .._model import _parse
+    from .._registry import DEFAULT_NAME, model_files, package_dir
+
+    where = "bundled" if path.parent == package_dir() else f"in {path.parent}"
+    if model_files().get(DEFAULT_NAME) == path:
+        where += ", the default"
+    stored = None
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mp:
+            stored = str(_parse(mp)["metadata"].get("name", "")) or None
+    except (OSError, ValueError):
+        pass
+    return where, (stored if stored != path.stem else None)
 
 
 def _check_name(api, check):
@@ -67,7 +91,9 @@ def _list_one(api, opts, name):
     modes = sorted({{False: "static", True: "dynamic"}.get(i.adapt, i.adapt) for i in infos if _uses_model(i)}) \
         or ["-"]
     ids = sorted({bytes(i.model_id) for i in infos if i.model_id is not None})
-    names = [_bundled_names().get(m) for m in ids]
+    found = [_known_models().get(m) for m in ids]
+    names = [f[0] if f else None for f in found]
+    about = [_model_about(f[1]) if f else None for f in found]
     kinds = {}
     for i in infos:
         for blk in i.blocks:
@@ -84,6 +110,9 @@ def _list_one(api, opts, name):
         "model_id": ",".join(m.hex() for m in ids) or "-",
         "model_name": ",".join(n for n in names if n) or None,
         "model": ",".join(n or m.hex()[:12] for n, m in zip(names, ids)) or "-",
+        "model_files": [str(f[1]) if f else None for f in found],
+        "model_where": [a[0] if a else None for a in about],
+        "model_stored_names": [a[1] if a else None for a in about],
         "blocks": sum(len(i.blocks) for i in infos),
         "block_kinds": kinds,
         "format_version": sorted({i.format_version for i in infos}),
@@ -106,8 +135,9 @@ def _do_list(api, opts, status, files):
         return
     if not rows:
         return
+    mw = max([12] + [len(r["model"]) for r in rows])        # model names are shown whole
     head = (f"{'Frames':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6} {'bpb':>6} "
-            f"{'Check':<6} {'Mode':<8} {'Model':<12}  Filename")
+            f"{'Check':<6} {'Mode':<8} {'Model':<{mw}}  Filename")
     print(head, file=out)
 
     def line(r):
@@ -115,7 +145,7 @@ def _do_list(api, opts, status, files):
         bpb = _bpb(r["compressed"], r["uncompressed"])
         return (f"{r['frames']:>6} {_human(r['compressed']):>12} {_human(r['uncompressed']):>12} "
                 f"{ratio:>6} {bpb:>6} "
-                f"{r['check']:<6} {r['mode']:<8} {r['model'][:12]:<12}  {r['name']}")
+                f"{r['check']:<6} {r['mode']:<8} {r['model']:<{mw}}  {r['name']}")
 
     for r in rows:
         print(line(r), file=out)
@@ -125,6 +155,12 @@ def _do_list(api, opts, status, files):
             print(f"         blocks:         {r['blocks']}{f' ({kinds})' if kinds else ''}", file=out)
             named = f" ({r['model_name']})" if r["model_name"] else ""
             print(f"         model id:       {r['model_id']}{named}", file=out)
+            for name, where, stored in zip(r["model"].split(","), r["model_where"], r["model_stored_names"]):
+                if where is None:
+                    about = "not on the model search path (NLMCODEC_MODEL_PATH); decoding needs -m MODEL"
+                else:
+                    about = where + (f"; the name stored in the model: {stored}" if stored else "")
+                print(f"         model:          {name} ({about})", file=out)
             print(f"         compressed:     {r['compressed']} bytes", file=out)
             print(f"         uncompressed:   {r['uncompressed']} bytes", file=out)
     if len(rows) > 1:
