@@ -96,7 +96,7 @@ def cpu_seconds(fn, arg, runs):
 
 
 def speed_table(old, new, runs):
-    _, data = B.read_file("calgary/book1")
+    _, data = B.read_file("book1")
     xz = cpu_seconds(lambda d: lzma.compress(d, preset=9 | lzma.PRESET_EXTREME), data, runs)
     rows = [{"codec": "xz -9e", "compress_kbs": len(data) / xz / 1000, "decompress_kbs": None}]
     for tag, model in (("old", old), ("new", new)):
@@ -163,14 +163,18 @@ def main(argv=None):
     args = p.parse_args(argv)
     parts = set(args.parts.split(","))
     old, new = nlmcodec.load_model(args.old), nlmcodec.load_model(args.new)
-    dev = dev_table(old, new, args.max_source_bytes) if "dev" in parts else []
-    english = files_table(old, new, B.expand_files(make_ratios.DEFAULT_FILES)) if "english" in parts else []
-    structured = files_table(old, new, B.expand_files(byte_targets.FILES)) if "structured" in parts else []
-    speed = speed_table(old, new, args.runs) if "speed" in parts else []
-    text = render(args, args.old, args.new, dev, english, structured, speed)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text + "\n")
+    done = {"dev": [], "english": [], "structured": [], "speed": []}
+    makers = {"dev": lambda: dev_table(old, new, args.max_source_bytes),
+              "english": lambda: files_table(old, new, B.expand_files(make_ratios.DEFAULT_FILES)),
+              "structured": lambda: files_table(old, new, B.expand_files(byte_targets.FILES)),
+              "speed": lambda: speed_table(old, new, args.runs)}
+    for part in ("dev", "english", "structured", "speed"):
+        if part in parts:
+            done[part] = makers[part]()
+            text = render(args, args.old, args.new, done["dev"], done["english"], done["structured"], done["speed"])
+            if args.output:              # after each part: a failure later keeps what was measured
+                with open(args.output, "w") as f:
+                    f.write(text + "\n")
     print(text)
     return 0
 
