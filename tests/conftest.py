@@ -45,7 +45,7 @@ HEAVY_FIRST = ("dickens", "bible.txt", "test_second_reader_decodes_the_golden_ve
                "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
 
 
-# The developer's quick lane is `-m 'not slow and not heavy'` (README): a few minutes on a quiet 2-core machine.
+# The developer's quick lane is `-m 'not slow and not heavy'` (the README gives its measured time).
 # "heavy" marks the tests of the quick lane that took 25 s or more each under load 5 (about 10 s on a quiet
 # core; `pytest -m 'not slow' --durations=40`).  CI runs them in both lanes (the cffi lane is -m 'not slow'),
 # so neither binding loses them; only the developer's quick check leaves them out.
