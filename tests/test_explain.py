@@ -44,6 +44,7 @@ from nlmcodec import _core, _explain, _frame, _registry
 from nlmcodec._core import TRACE_DTYPE, TRACE_PARTS, Codec
 
 from corpus_cache import CORPUS
+from rss import PEAK_RSS_MB
 
 FLUSH_BITS = 8 * 8
 ALICE = CORPUS / "bench" / "canterbury" / "alice29.txt"
@@ -423,14 +424,14 @@ def test_cli_explain_modes(tmp_path, tiny):
 
 # ---------------------------------------------------------------------------------------------- scale
 
-_MEMORY_SCRIPT = textwrap.dedent("""
-    import lzma, resource, sys
+_MEMORY_SCRIPT = PEAK_RSS_MB + textwrap.dedent("""
+    import lzma, sys
     import nlmcodec
     from nlmcodec import _explain
     with lzma.open(sys.argv[2]) as f:
         data = f.read(3 << 20)                       # 3 MiB of dickens: the word model codes every block
     _explain.explain(data[:20000], adapt=False)
-    rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    rss = lambda: int(peak_rss_mb())
     base = rss()
     if sys.argv[1] == "compress":
         frame = nlmcodec.compress(data, adapt=False)
@@ -478,12 +479,12 @@ def test_explain_cpu_vs_compress(tiny):
     assert len(page) < 3 << 20
 
 
-_RUSAGE = textwrap.dedent("""
+_RUSAGE = PEAK_RSS_MB + textwrap.dedent("""
     import resource, sys
     from nlmcodec.cli import main
     rc = main(sys.argv[1:])
     u = resource.getrusage(resource.RUSAGE_SELF)
-    print(rc, u.ru_utime + u.ru_stime, u.ru_maxrss // 1024, file=sys.stderr)
+    print(rc, u.ru_utime + u.ru_stime, int(peak_rss_mb()), file=sys.stderr)
 """)
 
 

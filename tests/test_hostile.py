@@ -15,6 +15,8 @@ import nlmcodec
 from nlmcodec import _frame as F, _registry
 from nlmcodec._model import Model
 
+from rss import PEAK_RSS_MB
+
 HERE = Path(__file__).resolve().parent
 TEXT = b"The quick brown fox jumps over the lazy dog.  It was the best of times, it was the worst of times.\n" * 40
 
@@ -213,8 +215,8 @@ def test_same_frame_compares_lzma_blocks_by_decoding():
     assert not F.same_frame(a, a[:-1])
 
 
-ZEROS_CHILD = r"""
-import json, resource, sys, time, zlib
+ZEROS_CHILD = PEAK_RSS_MB + r"""
+import json, sys, time, zlib
 import nlmcodec
 from nlmcodec import _frame as F
 
@@ -227,14 +229,14 @@ body = b"".join(F.block_header(F.BLOCK_LZMA, i == 0, n, len(payload)) + payload 
 frame = F.header(False, F.CHECK_CRC32, None) + body + F.trailer([(n * k, len(body))], n * k, F.CHECK_CRC32, crc)
 open(sys.argv[1], "wb").write(frame)
 del body, payload
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_rss_mb()
 c0 = time.process_time()
 d = nlmcodec.NLMDecompressor(threads=2)
 one = d.decompress(frame, max_length=1)
 time.sleep(3)                                     # what the workers do while nobody reads counts too
 cpu = time.process_time() - c0                    # every thread of the process
-extra = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
-print(json.dumps({"frame": len(frame), "one": len(one), "cpu_s": cpu, "extra_mb": extra / 1024}))
+extra = peak_rss_mb() - base
+print(json.dumps({"frame": len(frame), "one": len(one), "cpu_s": cpu, "extra_mb": extra}))
 """
 
 
