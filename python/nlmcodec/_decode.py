@@ -268,11 +268,15 @@ class FrameDecoder:
     def _take_codec(self):
         return self._shelf.take(self.model_id, self.adapt)
 
-    def __del__(self):               # a decoder its user dropped: stop its workers, return its codecs
+    def __del__(self):
+        """A decoder its user dropped: stop its workers; its codecs go with it.  They are not returned to the
+        pool from here: a finalizer may run inside the garbage collector, on objects already found unreachable,
+        and handing them to the pool there brought them back after the collector had begun to free them (the
+        cffi binding freed a codec the pool still held: a crash at its next reset)."""
         if hasattr(self, "_shelf"):
-            self.close()
+            self.close(release=False)
 
-    def close(self) -> None:
+    def close(self, release: bool = True) -> None:
         for out in self._inflight:
             out.cancel()
         self._inflight.clear()
@@ -284,7 +288,7 @@ class FrameDecoder:
             codecs.append(self._codec)
             self._codec = None
         self._bcoder = None           # its memory (the run's tables) goes now, not with the decoder object
-        if self._release_codec is not None:
+        if release and self._release_codec is not None:
             for c in codecs:
                 self._release_codec(c)
 
