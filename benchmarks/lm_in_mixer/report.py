@@ -22,6 +22,17 @@ COLS = ("frame", "wm", "bm", "oracle", "wmbyte", "mix")
 CODERS = ("model", "byte", "lzma", "stored")
 
 
+
+def linetype_rows(B, cols, gsel, lt):
+    """Rows of a per-line-type table: line type, its share of the selected bytes, bits per byte of each column."""
+    rows, tot = [], int(gsel.sum())
+    for k, ln in enumerate(common.LINE_TYPES):
+        sel = gsel & (lt == k)
+        n = int(sel.sum())
+        if n:
+            rows.append([ln, f"{100 * n / tot:.1f}%"] + [float(B[c][sel].sum() / n) for c in cols])
+    return rows
+
 def table(title, head, rows, out_csv):
     print(f"\n### {title}\n")
     print("| " + " | ".join(head) + " |")
@@ -64,14 +75,7 @@ def main():
 
     # 2. per line type: share of bytes and bpb, tech and non-tech
     for gname, gsel in (("tech", tech), ("gutenberg+python", ~tech)):
-        rows = []
-        tot = int(gsel.sum())
-        for k, ln in enumerate(common.LINE_TYPES):
-            sel = gsel & (lt == k)
-            n = int(sel.sum())
-            if n == 0:
-                continue
-            rows.append([ln, f"{100 * n / tot:.1f}%"] + [float(B[c][sel].sum() / n) for c in COLS])
+        rows = linetype_rows(B, COLS, gsel, lt)
         table(f"Bits per byte by line type, {gname}", ["line type", "bytes"] + list(COLS), rows,
               res / f"{a.tag}_linetypes_{gname.split('+')[0]}.csv")
 

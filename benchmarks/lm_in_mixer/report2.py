@@ -17,7 +17,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 from measure import CATS  # noqa: E402
-from report import classes_table, table  # noqa: E402
+from report import classes_table, linetype_rows, table  # noqa: E402
 
 
 def main():
@@ -56,14 +56,7 @@ def main():
           ["source", "bytes"] + [names[c] for c in cols[1:]] + [f"{names[c]} vs wp" for c in cols[2:] if c != "bm"],
           rows, res / f"{a.tag}_sources.csv")
     for gname, gsel in (("tech", tech), ("gutenberg", prose), ("python-docs+peps", ~tech & ~prose)):
-        rows = []
-        tot = int(gsel.sum())
-        for k, ln in enumerate(common.LINE_TYPES):
-            sel = gsel & (lt == k)
-            n = int(sel.sum())
-            if n == 0:
-                continue
-            rows.append([ln, f"{100 * n / tot:.1f}%"] + [float(B[c][sel].sum() / n) for c in cols])
+        rows = linetype_rows(B, cols, gsel, lt)
         table(f"Bits per byte by line type, {gname}", ["line type", "bytes"] + [names[c] for c in cols], rows,
               res / f"{a.tag}_linetypes_{gname.split('+')[0]}.csv")
     for gname, gsel in (("tech", tech), ("gutenberg", prose), ("all", np.ones_like(tech))):
