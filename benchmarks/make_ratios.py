@@ -8,7 +8,8 @@
 
 Any change to nlmcodec's output bytes (format, arithmetic, model) changes these files: regenerate
 the CSV in the same commit as the change.  Each row: file, mode (static = adapt=False, dynamic =
-adapt=True, heads = adapt="heads"), model name and id, input size and SHA-256, compressed size, bits per byte, the SHA-256
+adapt=True, heads = adapt="heads"), model name and id ("default": compress() without a model, which
+chooses between the bundled default models per frame; the id is the one the frame names), input size and SHA-256, compressed size, bits per byte, the SHA-256
 of the frame with each lzma block's payload replaced by the SHA-256 of what it decodes to
 (_frame.frame_digest), and the bytes of lzma payloads in the frame.  So the rows pin what nlmcodec
 produces and not what the installed liblzma does: frames with lzma blocks are compared on their other
@@ -59,7 +60,9 @@ class Measurer:
         import nlmcodec
         self.nlmcodec = nlmcodec
         self.model_name = model
-        self.model = B.load_nlm_model(model)
+        # "default": what compress() does without a model (it chooses between the bundled default models
+        # per frame; each row records the id its frame names)
+        self.model = None if model == "default" else B.load_nlm_model(model)
         self.model_id = B._hex_id(getattr(self.model, "model_id", None))
         self._data = {}
 
@@ -82,8 +85,10 @@ class Measurer:
         from nlmcodec._frame import frame_digest
 
         digest, lz = frame_digest(comp)
+        named = self.nlmcodec.get_frame_info(comp).model_id
         return {
-            "file": file, "mode": mode, "model": self.model_name, "model_id": self.model_id,
+            "file": file, "mode": mode, "model": self.model_name,
+            "model_id": self.model_id or (named.hex() if named else ""),
             "bytes_in": len(data), "sha256_in": sha256(data), "bytes_out": len(comp),
             "bpb": f"{8.0 * len(comp) / len(data):.4f}" if data else "0", "sha256_out": digest, "lzma_bytes": lz,
         }
@@ -171,7 +176,7 @@ def main(argv=None) -> int:
             p.error(f"unknown mode {m!r}")
     out = a.out or default_csv(a.model)
     meas = Measurer(a.model)
-    print(f"model {a.model} id {meas.model_id}; {len(files)} files x {len(modes)} modes -> {out}")
+    print(f"model {a.model} id {meas.model_id or '(chosen per frame)'}; {len(files)} files x {len(modes)} modes -> {out}")
     rows = []
     for f in files:
         for mode in modes:

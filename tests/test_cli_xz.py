@@ -5,7 +5,7 @@
 * -F/--format auto|nlm, -M/--memlimit with xz's syntax (reaches the decoder as memlimit=);
 * a closed standard output is quiet and exits as xz does (128 + SIGPIPE as a shell sees it);
 * -T defaults to one thread per CPU and no thread count changes a byte;
-* --version names the package, the formats written and read, the default model;
+* --version names the package, the formats written and read, the default models;
 * --rm refuses an input with other hard links unless -f;
 * a SIGKILLed writer's temporary output (.NAME.PID.RANDOM.tmp) is removed by the next run that writes NAME,
   once PID is dead, and nothing else is.
@@ -230,7 +230,7 @@ def test_thread_count_changes_no_byte_over_several_groups(tmp_path):
 def test_version_names_formats_and_default_model(tmp_path):
     import nlmcodec
     from nlmcodec._frame import READ_VERSIONS
-    from nlmcodec._registry import DEFAULT_NAME, default_model_name, file_id, model_files
+    from nlmcodec._registry import default_model_names, file_id, model_files
 
     r = run(["--version"], tmp_path)
     assert r.returncode == 0 and r.stderr == b""
@@ -239,9 +239,10 @@ def test_version_names_formats_and_default_model(tmp_path):
     assert f"writes frame format {nlmcodec.FORMAT_VERSION};" in out, out
     assert re.search(r"reads formats? " + (str(READ_VERSIONS[0]) if len(READ_VERSIONS) == 1
                                           else f"{min(READ_VERSIONS)}"), out), out
-    path = model_files().get(DEFAULT_NAME)
-    if path is not None:
-        assert f"default model: {default_model_name()} (id {file_id(path).hex()[:16]}" in out, out
+    names = default_model_names()
+    if names:
+        listed = ", ".join(f"{n} (id {file_id(model_files()[n]).hex()[:16]}...)" for n in names)
+        assert f"default model{'s' if len(names) > 1 else ''}: {listed}" in out, out
     assert run(["-V"], tmp_path).stdout == r.stdout
 
 

@@ -147,16 +147,17 @@ def test_loaded_model_reads_the_file_in_place():
     assert shared.native() is nlmcodec.load_model("default").native()
 
 
-def test_the_package_ships_only_the_default_model():
-    """The wheel's model directory holds one model, the default ("default-N": its .nlmm, manifest and dev
-    curve); the test models live in tests/models and are found through the model search path."""
+def test_the_package_ships_only_the_default_models():
+    """The wheel's model directory holds the default models and nothing else ("default-N": each with its
+    .nlmm, manifest and dev curve); "default" names the newest; the test models live in tests/models and are
+    found through the model search path."""
     from nlmcodec import _registry
 
     pkg = sorted(p.name for p in _registry.package_dir().iterdir() if not p.name.startswith("."))
     gens = [p[:-len(".nlmm")] for p in pkg if p.endswith(".nlmm")]
-    assert len(gens) == 1 and _registry.default_generation(gens[0]) is not None, pkg
-    assert pkg == sorted(f"{gens[0]}{s}" for s in (".nlmm", ".json", "_dev_curve.csv"))
-    assert _registry.default_model_name() == gens[0]
+    assert gens and all(_registry.default_generation(g) is not None for g in gens), pkg
+    assert pkg == sorted(f"{g}{s}" for g in gens for s in (".nlmm", ".json", "_dev_curve.csv"))
+    assert _registry.default_model_name() == max(gens, key=_registry.default_generation)
     tests_models = pathlib.Path(__file__).resolve().parent / "models"
     for name in ("tiny", "tiny-kn", "tiny-lstm", "tiny-nplm"):
         assert _registry.model_files()[name] == tests_models / f"{name}.nlmm"
@@ -192,6 +193,7 @@ def test_the_default_and_every_current_vector_model_are_found():
 # package, so every frame made with it decodes with no option).  Add a new default here; never remove one.
 BUNDLED_DEFAULTS = {
     "default-2": "95789fd5bee9d0b7c0826a825fbd845967b4bcd581f3b0ad9ab7de98167ef4b4",     # 1.0's frames
+    "default-3": "5575597018477762de31d81ca1c8dd3155108f7484063fd109723ec50fd70e49",     # + technical English
 }
 
 
@@ -225,9 +227,11 @@ def test_default_alias_is_the_newest_generation(tmp_path, monkeypatch):
     files = _registry.model_files()
     assert files["default"] == tmp_path / "default-10.nlmm"
     assert _registry.default_model_name() == "default-10"
+    assert _registry.default_model_names() == ["default-10", "default-9", "default-2"]   # compress() chooses
     shutil.copyfile(tiny, tmp_path / "default.nlmm")
     assert _registry.model_files()["default"] == tmp_path / "default.nlmm"
     assert _registry.default_model_name() == "default"
+    assert _registry.default_model_names() == ["default"]
 
 
 PROSE = b"""It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of

@@ -3,7 +3,7 @@
 The API follows lzma and compression.zstd::
 
     import nlmcodec
-    blob = nlmcodec.compress(data)                 # bundled "default" model, heads mode, CRC32
+    blob = nlmcodec.compress(data)                 # a bundled default model, heads mode, CRC32
     assert nlmcodec.decompress(blob) == data       # the frame names its model; bundled models are found by id
 
     c = nlmcodec.NLMCompressor(adapt=False)        # incremental: compress(chunk)... then flush()
@@ -16,7 +16,8 @@ id), blocks that each carry their own small header (stored, lzma, byte-model or 
 trailer with an index of the groups, the total size and a CRC32 of the data.  Memory is bounded whatever
 the input size; threads=N codes N groups at once and never changes the output bytes.
 
-Models: a frame names its model by id (the SHA-256 of the model file).  The wheel ships the default model;
+Models: a frame names its model by id (the SHA-256 of the model file).  The wheel ships the default models
+(each frame uses the one that codes a probe of its first 4 MiB smaller);
 other models are found by name or id in the directories given to add_model_dir(path) and in
 NLMCODEC_MODEL_PATH (os.pathsep-separated), or passed as model= (a Model or a .nlmm path).
 
@@ -74,7 +75,7 @@ __all__ = [
 
 
 def explain(data, *, model=None, adapt=_DEFAULT_ADAPT, detail=None):
-    """Per-token costs of compressing data with model (None: the bundled default) in the given mode: an
+    """Per-token costs of compressing data with model (None: the bundled default compress() chooses) in the given mode: an
     Explanation (nlmcodec._explain; imported on first use, it needs numpy).  Runs the real encoder.  detail:
     the bytes from the start whose tokens keep full records (None: all; every block keeps its sums)."""
     from ._explain import explain as _explain

@@ -298,11 +298,14 @@ def make_codec(name: str, model="default") -> Codec:
         import nlmcodec
         adapt = {"nlmcodec-static": False, "nlmcodec-heads": "heads", "nlmcodec-dynamic": True}[name]
         m = load_nlm_model(model)
+        # "default": what compress() does without a model (the bundled default models, chosen per frame);
+        # the table shows the newest one's file
+        cm = None if model == "default" else m
 
-        def comp(d, _m=m, _a=adapt):
+        def comp(d, _m=cm, _a=adapt):
             return nlmcodec.compress(d, model=_m, adapt=_a)
 
-        def decomp(c, _m=m):
+        def decomp(c, _m=cm):
             try:
                 return nlmcodec.decompress(c, model=_m)
             except TypeError:

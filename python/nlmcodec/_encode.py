@@ -69,6 +69,9 @@ PROBE_SPAN = 16               # blocks covered by one probe
 PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
 PROBE_BYTE_MARGIN = 0.95      # ... and at most this x the byte model's bytes (dev: benchmarks/probe_dev.md)
+CHOICE_WINDOW = GROUP_SIZE   # the default models are compared on the first group (choose_model; benchmarks/model_choice.md):
+CHOICE_PIECES = 4            # ... on this many pieces spread over it
+CHOICE_PIECE_SIZE = 4096     # ... of this many bytes
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
 LZMA_PIECE = 64 << 10         # input bytes between two looks at the preset-1 yardstick's output (speed only)
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
@@ -130,6 +133,66 @@ def _try_model(codec, block):
         if e.code == ERR_UNSUPPORTED:
             return None
         raise
+
+
+def choice_head(data, pieces: int = None, piece: int = None, window: int = None) -> bytes:
+    """The bytes the default models are compared on (choose_model): `pieces` pieces of `piece` bytes
+    (CHOICE_PIECES, CHOICE_PIECE_SIZE) spread evenly over the input's first `window` bytes (CHOICE_WINDOW,
+    the first group), each cut to whole lines where it has a newline, joined; the whole window when it is
+    no longer than the pieces.  A file's start (a title page, a licence, a table of contents) is often unlike
+    the rest; the spread probe sees the group the model will code.  Depends only on the first `window` bytes
+    (a streaming encoder decides once it has them, or at the end of a shorter input)."""
+    pieces = CHOICE_PIECES if pieces is None else pieces
+    piece = CHOICE_PIECE_SIZE if piece is None else piece
+    mv = memoryview(data).cast("B")[:CHOICE_WINDOW if window is None else window]
+    n = len(mv)
+    if n <= pieces * piece:
+        return bytes(mv)
+    out = []
+    for i in range(pieces):
+        a = i * n // pieces
+        p = bytes(mv[a:a + piece])
+        if i:
+            p = p[p.find(b"\n") + 1:]            # from a line's start (the whole piece without a newline)
+        k = p.rfind(b"\n") + 1
+        out.append(p[:k] if k else p)
+    return b"".join(out)
+
+
+def probe_cost(model, head, adapt=False):
+    """Bytes of the word-model payloads of head (choice_head's bytes) coded by model in mode adapt from the
+    trained state, as one group's blocks; None when the model cannot code them (binary bytes, a token the
+    format does not allow)."""
+    from ._registry import acquire_codec, release_codec
+
+    head = bytes(head)
+    codec = acquire_codec(model, F.adapt_mode(adapt))
+    try:
+        codec.reset()
+        total = 0
+        for pos, k in _model_pieces(head):
+            piece = head[pos:pos + k]
+            payload = None if _looks_binary(piece) else _try_model(codec, piece)
+            if payload is None:
+                return None
+            total += len(payload)
+        return total
+    finally:
+        release_codec(codec)
+
+
+def choose_model(models, data, adapt):
+    """The model of models (a list) that codes choice_head(data) into the fewest bytes in the frame's mode
+    adapt (probe_cost; a static probe misjudges the adapting modes: on narrative text it favours the
+    technical model, which the adapting modes then code larger); the first of models on a tie or when none
+    can code it.  One model: that model, nothing coded.  The frame names the model chosen; the choice
+    depends only on the first CHOICE_WINDOW bytes."""
+    if len(models) == 1:
+        return models[0]
+    head = choice_head(data)
+    costs = [probe_cost(m, head, adapt) for m in models]
+    known = [(c, i) for i, c in enumerate(costs) if c is not None]
+    return models[min(known)[1] if known else 0]
 
 
 def _probe(codec, buf, pos: int):

@@ -363,11 +363,11 @@ def explain(data, *, model=None, adapt=_frame.DEFAULT_ADAPT, detail=None) -> Exp
     import numpy as np
 
     from ._core import Codec
-    from ._registry import resolve
+    from ._registry import candidates
 
     data = bytes(memoryview(data).cast("B"))
-    m = resolve(model)
     adapt = _frame.adapt_mode(adapt)
+    m = _encode.choose_model(candidates(model), data, adapt)      # the model compress() would use
     window = window_end(data, detail)
     tc = _TracingCodec(Codec(m, adapt), window)
     enc = _encode.FrameEncoder(lambda: tc, None, m.model_id, adapt, _frame.CHECK_CRC32, 1)

@@ -180,13 +180,32 @@ def load_model(name_or_path="default"):
 
 
 def default_model():
-    """The model compress() uses when none is given: "default"; in a checkout without one, "tiny" (the test
-    model, when tests/models is on the search path) stands in."""
+    """The model "default" names: the newest default-N (or a checkout's default.nlmm); in a checkout without
+    one, "tiny" (the test model, when tests/models is on the search path) stands in."""
     files = model_files()
     for name in (DEFAULT_NAME, "tiny"):
         if name in files:
             return load_model(name)
     raise NLMError("no bundled model found (python/nlmcodec/models/default-N.nlmm); pass model=")
+
+
+def default_model_names() -> list:
+    """The names of the models compress() chooses from, per frame, when no model is given
+    (_encode.choose_model), newest first: every default generation (default-N) of the directory that decides
+    "default" (the package's, in an installed package).  A directory with its own default.nlmm (a
+    development checkout) offers that one alone; [] when there is no default model."""
+    files = model_files()
+    p = files.get(DEFAULT_NAME)
+    if p is None or p.name == DEFAULT_NAME + MODEL_SUFFIX:
+        return [] if p is None else [DEFAULT_NAME]
+    gens = ((g, n) for n, q in files.items() if q.parent == p.parent and (g := default_generation(n)))
+    return [n for _, n in sorted(gens, reverse=True)]
+
+
+def default_models() -> list:
+    """The Models of default_model_names(); without any default model, default_model()'s stand-in."""
+    names = default_model_names()
+    return [load_model(n) for n in names] if names else [default_model()]
 
 
 def name_by_id(model_id: bytes):
@@ -208,7 +227,7 @@ def short_id(model_id: bytes) -> str:
 
 def describe_id(model_id: bytes):
     """How a message names the model on the search path whose id is model_id: "the bundled model `default-2`
-    (the default, id 95789fd5bee9...)", "the model `mine` (id 01d836c0af95..., in /some/dir)"; None when no
+    (a default model, id 95789fd5bee9...)", "the model `mine` (id 01d836c0af95..., in /some/dir)"; None when no
     model there has that id."""
     try:
         name = name_by_id(model_id)
@@ -218,7 +237,7 @@ def describe_id(model_id: bytes):
         return None
     files = model_files()
     p = files[name]
-    default = "the default, " if files.get(DEFAULT_NAME) == p else ""
+    default = "a default model, " if name in default_model_names() else ""
     if p.parent == package_dir():
         return f"the bundled model `{name}` ({default}id {short_id(model_id)}...)"
     return f"the model `{name}` ({default}id {short_id(model_id)}..., in {p.parent})"
@@ -231,8 +250,14 @@ def model_by_id(model_id: bytes):
 
 
 def resolve(model):
-    """model as given to the API (None, a Model, a name or a path) -> Model."""
+    """model as given to the API (None, a Model, a name or a path) -> Model; None: default_model()."""
     return default_model() if model is None else load_model(model)
+
+
+def candidates(model) -> list:
+    """The models the encoder may use for model as given to compress() (None: default_models(), chosen
+    between per frame; else the one model)."""
+    return default_models() if model is None else [load_model(model)]
 
 
 # ---------------------------------------------------------------------------------------------- codec pool

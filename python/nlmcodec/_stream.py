@@ -11,7 +11,7 @@ import os
 from . import _decode, _encode, _frame, _memory
 from ._errors import NLMError
 from ._frame import CHECK_CRC32, CHECK_NONE
-from ._registry import acquire_codec, describe_id, load_model, model_by_id, release_codec, resolve, short_id
+from ._registry import acquire_codec, candidates, describe_id, load_model, model_by_id, release_codec, short_id
 
 __all__ = ["NLMCompressor", "NLMDecompressor", "compress", "decompress"]
 
@@ -57,7 +57,10 @@ class NLMCompressor(_NoPickle):
     groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
     by a few groups (4 MiB each) per thread, whatever the input size.
 
-    model: a Model, a bundled model name or a path (None: the bundled "default" model); adapt: "heads" (the
+    model: a Model, a bundled model name or a path; None (the default): the bundled default models, of
+    which each frame uses the one that codes a probe of its first group smaller (``python -m nlmcodec -l``
+    lists them; the frame names the model; model_id is the chosen model's id, None until the choice is
+    made).  adapt: "heads" (the
     default, heads mode: dynamic evaluation of the output heads only, docs/format.md §6.5), True (dynamic
     mode: every part of the model adapts, about 0.5% fewer bytes on English text at about half the speed) or
     False (static, the fastest); check: CHECK_CRC32
@@ -68,35 +71,65 @@ class NLMCompressor(_NoPickle):
     def __init__(self, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC32, threads=1):
         check = _check_arg(check)
         threads = _threads_arg(threads)
-        self._model = resolve(model)
+        self._models = candidates(model)
         self.adapt = _frame.adapt_mode(adapt)
         self.check = check
         self.threads = threads
-        self.model_id = self._model.model_id
-        need = _memory.decode_need(self._model, self.adapt, 1)
-        if need > _memory.DEFAULT_MEMLIMIT:
-            raise NLMError(f"memory limit: a frame of this model in this mode needs up to {-(-need // _memory.MIB)} "
-                           f"MiB to decode, more than decoders accept by default "
-                           f"({_memory.DEFAULT_MEMLIMIT // _memory.MIB} MiB): use a smaller model or static mode")
+        self.model_id = None
+        for m in self._models:
+            need = _memory.decode_need(m, self.adapt, 1)
+            if need > _memory.DEFAULT_MEMLIMIT:
+                raise NLMError(f"memory limit: a frame of this model in this mode needs up to {-(-need // _memory.MIB)} "
+                               f"MiB to decode, more than decoders accept by default "
+                               f"({_memory.DEFAULT_MEMLIMIT // _memory.MIB} MiB): use a smaller model or static mode")
         self._last_progress = 0
-        key = self._model
-        self._enc = _encode.FrameEncoder(lambda: acquire_codec(key, self.adapt), release_codec,
-                                         self.model_id, self.adapt, check, threads)
+        self._head = bytearray()      # input held until the model is chosen (on CHOICE_WINDOW bytes, or at flush)
+        self._enc = None
+        self._done = False
+        if len(self._models) == 1:
+            self._start(self._models[0])
+
+    def _start(self, model):
+        self._model = model
+        self.model_id = model.model_id
+        self._enc = _encode.FrameEncoder(lambda: acquire_codec(model, self.adapt), release_codec,
+                                         self.model_id, self.adapt, self.check, self.threads)
 
     @property
     def progress(self):
         return self._last_progress if self._enc is None else self._enc.progress
 
     def compress(self, data, /) -> bytes:
-        if self._enc is None:
+        if self._done:
             raise ValueError("Compressor has been flushed")
-        return self._enc.feed(memoryview(data).cast("B"))
+        data = memoryview(data).cast("B")
+        if self._enc is None:          # the model is chosen on the first CHOICE_WINDOW bytes (the first group:
+            self._head += data         # nothing of the frame could be written before they are in anyway)
+            if len(self._head) < _encode.CHOICE_WINDOW:
+                return b""
+            data, self._head = memoryview(self._head), None
+            self._choose(data)
+        return self._enc.feed(data)
+
+    def _choose(self, head):
+        try:
+            self._start(_encode.choose_model(self._models, head, self.adapt))
+        except BaseException:
+            self._done = True          # as after FrameEncoder's errors, the compressor is not usable again
+            raise
 
     def flush(self) -> bytes:
-        if self._enc is None:
+        if self._done:
             raise ValueError("Repeated call to flush()")
+        self._done = True
+        if self._enc is None:
+            head, self._head = self._head, None
+            self._choose(head)
+            out = self._enc.feed(head)
+        else:
+            out = b""
         try:
-            return self._enc.finish()       # progress stays readable while the last groups are coded
+            return out + self._enc.finish()       # progress stays readable while the last groups are coded
         finally:
             self._last_progress = self._enc.progress
             self._enc = None
@@ -238,7 +271,8 @@ class NLMDecompressor(_NoPickle):
 
 # ---------------------------------------------------------------------------------------------- one-shot
 def compress(data, /, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC32, threads=1) -> bytes:
-    """Compress bytes into one frame.  model: Model, bundled name or path (None: bundled "default");
+    """Compress bytes into one frame.  model: Model, bundled name or path (None: the bundled default models,
+    the one that codes a probe of the first group smaller; see NLMCompressor);
     adapt: "heads" (the default: only the output heads adapt), True (dynamic mode: everything adapts; the
     smallest output, about half the speed) or False (static, the fastest); check: CHECK_CRC32 or
     CHECK_NONE; threads: 0 = one per core (the bytes

@@ -59,8 +59,12 @@ def _model_arg(model):
 
 
 def _load(model):
-    """The model of this process (loaded once, then from nlmcodec's cache); None: the bundled default."""
-    return _registry.resolve(model)
+    """The model of this process (loaded once, then from nlmcodec's cache); None: the bundled default
+    models (loaded; None is returned: the encoder chooses between them per frame)."""
+    if model is None:
+        _registry.default_models()
+        return None
+    return _registry.load_model(model)
 
 
 class NLMCodecPlugin(WorkerPlugin):
@@ -126,7 +130,7 @@ def compress_file(src, dst=None, *, model=None, adapt=DEFAULT_ADAPT, check=CHECK
     bytes_out, sha256 (of the output), seconds, pid."""
     t0 = time.perf_counter()
     dst = os.fspath(src) + ".nlm" if dst is None else dst
-    m = _load(_model_arg(model))
+    m = _load(_model_arg(model))        # None: the bundled default models, chosen per frame
     bytes_in = 0
     with open(src, "rb") as fin:
         st = os.fstat(fin.fileno())

@@ -145,20 +145,23 @@ def main(argv=None):
 
 
 def _print_version(api):
-    """``-V``: the package, the frame format it writes and those it reads, the default model."""
+    """``-V``: the package, the frame format it writes and those it reads, the default models."""
     from .._frame import READ_VERSIONS
 
     lines = [f"{PROG} {api.__version__} ({api.backend} backend)",
              f"writes frame format {api.FORMAT_VERSION}; reads format{'s' if len(READ_VERSIONS) > 1 else ''} "
              f"{_ranges(READ_VERSIONS)} (.nlm files; -F auto|nlm)"]
     try:
-        from .._registry import DEFAULT_NAME, default_model_name, file_id, model_files
+        from .._registry import default_model_names, file_id, model_files
 
-        path = model_files().get(DEFAULT_NAME)
-        if path is None:
+        names = default_model_names()
+        if not names:
             lines.append("default model: none bundled (-m NAME|PATH needed to compress)")
         else:
-            lines.append(f"default model: {default_model_name()} (id {file_id(path).hex()[:16]}...)")
+            files = model_files()
+            models = ", ".join(f"{n} (id {file_id(files[n]).hex()[:16]}...)" for n in names)
+            lines.append(f"default model{'s' if len(names) > 1 else ''}: {models}"
+                         + ("; each file uses the one that codes a probe of its first 4 MiB smaller" if len(names) > 1 else ""))
     except Exception as e:      # a broken install still says its version
         lines.append(f"default model: unknown ({type(e).__name__}: {e})")
     print("\n".join(lines))

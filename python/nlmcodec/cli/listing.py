@@ -47,11 +47,12 @@ def _model_about(path):
     import mmap
 
     from .._model import _parse
-    from .._registry import DEFAULT_NAME, model_files, package_dir
+    from .._registry import default_model_names, model_files, package_dir
 
     where = "bundled" if path.parent == package_dir() else f"in {path.parent}"
-    if model_files().get(DEFAULT_NAME) == path:
-        where += ", the default"
+    files = model_files()
+    if any(files[n] == path for n in default_model_names()):
+        where += ", a default"
     stored = None
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mp:
