@@ -104,7 +104,8 @@ def read(path) -> bytes:
 
 @functools.lru_cache(maxsize=None)
 def frame(path, adapt: bool) -> bytes:
-    return nlmcodec.compress(read(path), model="default", adapt=adapt)
+    """The frame compress() writes without a model (it chooses between the bundled default models)."""
+    return nlmcodec.compress(read(path), adapt=adapt)
 
 
 @functools.lru_cache(maxsize=None)

@@ -102,7 +102,7 @@ def _peak_mb():
 
 
 def measure():
-    model = nlmcodec.load_model("default")
+    model = nlmcodec.load_model("default-2")                   # the model of the warm-up vector below
     frames = forged(model)
     warm = (VEC / "v13" / "ok" / "alice_4k-default-2-dynamic.nlm").read_bytes()
     nlmcodec.decompress(warm)                                   # the model loaded, a dynamic codec made

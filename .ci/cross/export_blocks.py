@@ -21,7 +21,7 @@ cm_driver step).  Vectors with identical word-model blocks are written once, nam
 100-200x slower under qemu-user than the native SIMD build (the whole file would take about 25 minutes of
 CPU per target, estimated from its per-vector times).  A vector's work is its decoded bytes x its model's
 parameters x its mode's cost under emulation (MODE_COST).  The light file leaves out the vectors whose work
-exceeds W; whatever the budget, it keeps the default model's (the shipped model, the one compress() uses)
+exceeds W; whatever the budget, it keeps the default models' (the shipped models, those compress() uses)
 heads-mode vectors (heads is the default mode) whose work is at most HEADS_BUDGET, and export fails if it
 keeps none of them.  With lane.py's budget the light file leaves out only default-model vectors: its 4-210
 KB inputs in dynamic mode and its two largest (news_64k, the fallback input) in static and heads mode.  Why:
@@ -112,7 +112,7 @@ def main(argv=None):
     ap.add_argument("--light-budget", type=float, default=0, help="also write blocks_light.bin (see above)")
     args = ap.parse_args(argv)
     keep = set(filter(None, args.models.split(",")))
-    default_id = _registry.default_model().model_id
+    default_ids = {m.model_id for m in _registry.default_models()}     # compress() chooses among them
     args.outdir.mkdir(parents=True, exist_ok=True)
     unique, nblocks, nbytes = {}, 0, 0     # block set (model, version, mode, ops) -> [vector names, work, heads?]
     for v in VS.ok_vectors():
@@ -136,7 +136,7 @@ def main(argv=None):
                 nblocks += 1
                 nbytes += len(data)
         size = sum(len(op[2]) for op in ops if op[0] == "block")
-        default_heads = model.model_id == default_id and mode == _core.native.MODE_HEADS
+        default_heads = model.model_id in default_ids and mode == _core.native.MODE_HEADS
         unique.setdefault(b"".join(body), [[], size * model.params.size * MODE_COST[mode], default_heads])[0] \
             .append(v.key)
     recs, light, left_out, light_default_heads = [], [], [], []
