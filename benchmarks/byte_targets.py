@@ -5,7 +5,8 @@ installed) measured in the same run.
 
     python benchmarks/byte_targets.py [--runs N] [--files a,b,...] [-o benchmarks/byte_targets.md]
 
-Speed: CPU seconds (time.process_time) of nlmcodec.compress / decompress with the default model, and of
+Speed: CPU seconds (time.process_time) of nlmcodec.compress / decompress without a model (each frame uses the
+bundled default model its probe chooses), and of
 lzma.compress(preset 9 | PRESET_EXTREME) on the same bytes; "vs xz" is nlmcodec's compress speed over xz's.
 """
 from __future__ import annotations
@@ -58,7 +59,7 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default=None)
     a = ap.parse_args(argv)
     anchors = json.load(open(os.path.join(HERE, "anchor_sizes.json")))
-    model = nlmcodec.load_model("default")
+    model = None        # what compress() does without a model: it chooses between the bundled default models
     rows = []
     for name in a.files.split(","):
         data = find(name)
@@ -84,7 +85,7 @@ def main(argv=None):
                                                  for m, _ in MODES) + f"  {'+'.join(row['heads']['kinds'])}", flush=True)
     lines = ["# The files the word model cannot help", "",
              f"`python benchmarks/byte_targets.py --runs {a.runs} -o benchmarks/byte_targets.md`: exact sizes with "
-             "the default model in the three modes against xz -9e and PPMd order 16 (`benchmarks/anchor_sizes.json`); "
+             "compress() without a model (each frame's default model chosen by its probe) in the three modes against xz -9e and PPMd order 16 (`benchmarks/anchor_sizes.json`); "
              "block kinds of the heads-mode (default) frame; CPU speed of one core (median of the runs), xz -9e "
              f"measured in the same run (load average at the start: {os.getloadavg()[0]:.1f}).", "",
              "| file | bytes | xz -9e | PPMd o16 | static | heads | dynamic | heads / PPMd | heads / xz | blocks (heads) "

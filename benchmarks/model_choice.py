@@ -101,6 +101,8 @@ def speed_rows(models, names, runs):
         d = cpu_seconds(lambda f: nlmcodec.decompress(f), frame, runs)
         rows.append((label, len(data) / c / 1000, len(data) / d / 1000))
         print(rows[-1], file=sys.stderr, flush=True)
+    t = cpu_seconds(lambda d: E.choose_model(models, d, ADAPT), data, runs)
+    rows.append((f"the choice alone (choose_model: {t:.3f} s)", len(data) / t / 1000, None))
     return rows
 
 
@@ -111,7 +113,8 @@ def pct(a, b):
 def render(args, models, dev, files, speed):
     names = args.models.split(",")
     out = [f"# Choosing the model per frame: {' or '.join(f'`{n}`' for n in names)}", "",
-           f"`python benchmarks/model_choice.py {' '.join(args.argv)}`; mode: heads (the default).", ""]
+           f"`python benchmarks/model_choice.py {' '.join(args.argv)}`; mode: heads (the default); load average "
+           f"at the start {LOAD:.1f}.", ""]
     if dev:
         ps = args.probes.split(",")
         out += ["## Dev, per source", "",
@@ -152,12 +155,15 @@ def render(args, models, dev, files, speed):
         out.append("")
     if speed:
         out += ["## Speed: book1, one thread, CPU time", "",
-                f"Median of {args.runs} runs, KB/s of input, xz -9e in the same process; the load is in the command line above.", "",
+                f"Median of {args.runs} runs, KB/s of input, xz -9e in the same process.", "",
                 "| codec | compress KB/s | decompress KB/s |", "|---|---:|---:|"]
         for label, c, d in speed:
             out.append(f"| {label} | {c:,.0f} | {'' if d is None else f'{d:,.0f}'} |")
         out.append("")
     return "\n".join(out)
+
+
+LOAD = os.getloadavg()[0]
 
 
 def main(argv=None):

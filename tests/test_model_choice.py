@@ -145,9 +145,23 @@ def test_the_choice_does_not_depend_on_threads():
     assert nlmcodec.compress(data, threads=2) == nlmcodec.compress(data)
 
 
+def test_a_short_input_takes_the_newest_default_unprobed(monkeypatch):
+    """Below CHOICE_MIN no probe is coded and no other model is needed: start-up stays one model's."""
+    models = _defaults()
+    text = _file(NARRATIVE)
+    monkeypatch.setattr(_encode, "probe_cost", lambda *a: pytest.fail("probed a short input"))
+    for data in (text[:_encode.CHOICE_MIN - 1], b"", b"x"):
+        assert _encode.choose_model(_registry.default_model_names(), data, "heads") is models[0]
+    frame = nlmcodec.compress(text[:_encode.CHOICE_MIN - 1])
+    assert nlmcodec.get_frame_info(frame).model_id == models[0].model_id
+    monkeypatch.undo()
+    assert nlmcodec.get_frame_info(nlmcodec.compress(text[:_encode.CHOICE_MIN])).model_id in \
+        {m.model_id for m in models}
+
+
 def test_binary_input_uses_the_newest_default():
     models = _defaults()
-    data = random.Random(3).randbytes(30_000)
+    data = random.Random(3).randbytes(_encode.CHOICE_MIN + 1000)
     assert [_encode.probe_cost(m, _encode.choice_head(data), "heads") for m in models] == [None] * len(models)
     assert _encode.choose_model(models, data, "heads") is models[0]
     assert nlmcodec.decompress(nlmcodec.compress(data)) == data

@@ -69,6 +69,7 @@ PROBE_SPAN = 16               # blocks covered by one probe
 PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
 PROBE_BYTE_MARGIN = 0.95      # ... and at most this x the byte model's bytes (dev: benchmarks/probe_dev.md)
+CHOICE_MIN = 32 * 1024       # a shorter input takes the newest default model unprobed (choose_model; the start-up bound)
 CHOICE_WINDOW = GROUP_SIZE   # the default models are compared on the first group (choose_model; benchmarks/model_choice.md):
 CHOICE_PIECES = 4            # ... on this many pieces spread over it
 CHOICE_PIECE_SIZE = 4096     # ... of this many bytes
@@ -182,13 +183,17 @@ def probe_cost(model, head, adapt=False):
 
 
 def choose_model(models, data, adapt):
-    """The model of models (a list) that codes choice_head(data) into the fewest bytes in the frame's mode
-    adapt (probe_cost; a static probe misjudges the adapting modes: on narrative text it favours the
-    technical model, which the adapting modes then code larger); the first of models on a tie or when none
-    can code it.  One model: that model, nothing coded.  The frame names the model chosen; the choice
-    depends only on the first CHOICE_WINDOW bytes."""
-    if len(models) == 1:
-        return models[0]
+    """The model of models (a list of Models or model names, newest first) that codes choice_head(data)
+    into the fewest bytes in the frame's mode adapt (probe_cost); the first of models on a tie or when none
+    can code it.  One model, or data (the whole input, or at least its first CHOICE_WINDOW bytes) shorter
+    than CHOICE_MIN: the first model, nothing coded and no other model loaded.  The frame names the model
+    chosen; the choice depends only on the input's first CHOICE_WINDOW bytes and whether it is shorter than
+    CHOICE_MIN."""
+    from ._registry import load_model
+
+    if len(models) == 1 or len(data) < CHOICE_MIN:
+        return load_model(models[0])
+    models = [load_model(m) for m in models]
     head = choice_head(data)
     costs = [probe_cost(m, head, adapt) for m in models]
     known = [(c, i) for i, c in enumerate(costs) if c is not None]

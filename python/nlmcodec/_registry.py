@@ -255,9 +255,11 @@ def resolve(model):
 
 
 def candidates(model) -> list:
-    """The models the encoder may use for model as given to compress() (None: default_models(), chosen
-    between per frame; else the one model)."""
-    return default_models() if model is None else [load_model(model)]
+    """The models the encoder may use for model as given to compress(): None gives default_model_names()
+    (names: _encode.choose_model loads only those it needs), else the one Model."""
+    if model is None:
+        return default_model_names() or [default_model()]
+    return [load_model(model)]
 
 
 # ---------------------------------------------------------------------------------------------- codec pool

@@ -58,9 +58,9 @@ class NLMCompressor(_NoPickle):
     by a few groups (4 MiB each) per thread, whatever the input size.
 
     model: a Model, a bundled model name or a path; None (the default): the bundled default models, of
-    which each frame uses the one that codes a probe of its first group smaller (``python -m nlmcodec -l``
-    lists them; the frame names the model; model_id is the chosen model's id, None until the choice is
-    made).  adapt: "heads" (the
+    which each frame uses the one that codes a probe of its first group smaller, an input under 32 KiB the
+    newest (``python -m nlmcodec -l`` lists them; the frame names the model; model_id is the chosen
+    model's id, None until the choice is made).  adapt: "heads" (the
     default, heads mode: dynamic evaluation of the output heads only, docs/format.md §6.5), True (dynamic
     mode: every part of the model adapts, about 0.5% fewer bytes on English text at about half the speed) or
     False (static, the fastest); check: CHECK_CRC32
@@ -76,12 +76,6 @@ class NLMCompressor(_NoPickle):
         self.check = check
         self.threads = threads
         self.model_id = None
-        for m in self._models:
-            need = _memory.decode_need(m, self.adapt, 1)
-            if need > _memory.DEFAULT_MEMLIMIT:
-                raise NLMError(f"memory limit: a frame of this model in this mode needs up to {-(-need // _memory.MIB)} "
-                               f"MiB to decode, more than decoders accept by default "
-                               f"({_memory.DEFAULT_MEMLIMIT // _memory.MIB} MiB): use a smaller model or static mode")
         self._last_progress = 0
         self._head = bytearray()      # input held until the model is chosen (on CHOICE_WINDOW bytes, or at flush)
         self._enc = None
@@ -90,6 +84,11 @@ class NLMCompressor(_NoPickle):
             self._start(self._models[0])
 
     def _start(self, model):
+        need = _memory.decode_need(model, self.adapt, 1)
+        if need > _memory.DEFAULT_MEMLIMIT:
+            raise NLMError(f"memory limit: a frame of this model in this mode needs up to {-(-need // _memory.MIB)} "
+                           f"MiB to decode, more than decoders accept by default "
+                           f"({_memory.DEFAULT_MEMLIMIT // _memory.MIB} MiB): use a smaller model or static mode")
         self._model = model
         self.model_id = model.model_id
         self._enc = _encode.FrameEncoder(lambda: acquire_codec(model, self.adapt), release_codec,
