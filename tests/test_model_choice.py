@@ -165,3 +165,19 @@ def test_binary_input_uses_the_newest_default():
     assert [_encode.probe_cost(m, _encode.choice_head(data), "heads") for m in models] == [None] * len(models)
     assert _encode.choose_model(models, data, "heads") is models[0]
     assert nlmcodec.decompress(nlmcodec.compress(data)) == data
+
+
+def test_one_default_model_is_used_from_the_start(tmp_path, monkeypatch):
+    """A directory with a single default (a checkout's own default.nlmm): nothing to choose, the compressor
+    knows its model at once and never probes."""
+    import shutil
+
+    shutil.copyfile(_registry.model_files()["tiny"], tmp_path / "default.nlmm")
+    monkeypatch.setattr(_registry, "package_dir", lambda: tmp_path)
+    monkeypatch.setattr(_encode, "probe_cost", lambda *a: pytest.fail("probed with one default"))
+    assert _registry.candidates(None) == ["default"]
+    c = nlmcodec.NLMCompressor()
+    assert c.model_id == nlmcodec.load_model(tmp_path / "default.nlmm").model_id
+    data = _text(50_000, seed=3)
+    frame = c.compress(data) + c.flush()
+    assert nlmcodec.decompress(frame, model=tmp_path / "default.nlmm") == data

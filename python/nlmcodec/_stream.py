@@ -81,7 +81,7 @@ class NLMCompressor(_NoPickle):
         self._enc = None
         self._done = False
         if len(self._models) == 1:
-            self._start(self._models[0])
+            self._start(load_model(self._models[0]))       # a Model, or the one default's name
 
     def _start(self, model):
         need = _memory.decode_need(model, self.adapt, 1)
