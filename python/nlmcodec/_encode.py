@@ -164,22 +164,20 @@ def probe_cost(model, head, adapt=False):
     """Bytes of the word-model payloads of head (choice_head's bytes) coded by model in mode adapt from the
     trained state, as one group's blocks; None when the model cannot code them (binary bytes, a token the
     format does not allow)."""
-    from ._registry import acquire_codec, release_codec
+    from ._core import Codec
 
     head = bytes(head)
-    codec = acquire_codec(model, F.adapt_mode(adapt))
-    try:
-        codec.reset()
-        total = 0
-        for pos, k in _model_pieces(head):
-            piece = head[pos:pos + k]
-            payload = None if _looks_binary(piece) else _try_model(codec, piece)
-            if payload is None:
-                return None
-            total += len(payload)
-        return total
-    finally:
-        release_codec(codec)
+    codec = Codec(model, F.adapt_mode(adapt))     # not from the pool: it is freed on return, so the losing
+    codec.set_bit_stats(False)                    # model's codec does not stay beside the encoder's
+    codec.reset()
+    total = 0
+    for pos, k in _model_pieces(head):
+        piece = head[pos:pos + k]
+        payload = None if _looks_binary(piece) else _try_model(codec, piece)
+        if payload is None:
+            return None
+        total += len(payload)
+    return total
 
 
 def choose_model(models, data, adapt):
