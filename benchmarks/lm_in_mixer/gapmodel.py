@@ -45,7 +45,7 @@ import common  # noqa: E402
 from nlmcodec import _encode, _frame  # noqa: E402
 from nlmcodec._core import Codec, lex_tokens  # noqa: E402
 from measure import WordSide  # noqa: E402
-from nlmcodec._registry import resolve  # noqa: E402
+from nlmcodec._registry import load_model  # noqa: E402
 
 WS = b" \t\n\r\x0b\x0c"
 # binary tree: node 0 END vs whitespace; 1 '\n' vs other; 2 ' ' vs other; 3 '\t'; 4 '\r'; 5 '\v' vs '\f'
@@ -266,7 +266,7 @@ def main():
                     help="C, D: the outside predictor's initial weight; 0.25 (default): every input 0.25; else that "
                          "weight and 0 for the others")
     a = ap.parse_args()
-    m = resolve(None)
+    m = load_model("default-2")          # the model of the recorded results (the default of 1.0)
     ws = WordSide(m)
     smp = common.sample(a.per_source, a.cap)
     acc = {}

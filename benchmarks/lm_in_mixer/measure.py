@@ -38,7 +38,7 @@ import nlmcodec  # noqa: E402
 from nlmcodec import _encode, _frame  # noqa: E402
 from nlmcodec._backend import native  # noqa: E402
 from nlmcodec._core import Codec, lex_tokens  # noqa: E402
-from nlmcodec._registry import resolve  # noqa: E402
+from nlmcodec._registry import load_model  # noqa: E402
 
 GAPS = (b"", b" ", b"  ", b"\n", b"\n\n", b"\r\n", b"\t")   # gap symbols 0..6; 7 (literal) counts as "other"
 # byte categories (what the word side sees): index into CATS
@@ -457,7 +457,7 @@ def main():
                     help="the word side's class distribution is the codec's own per token (after adaptation and the "
                          "token cache; lab hook nlm_lab_trace_dists) instead of the static network's")
     a = ap.parse_args()
-    m = resolve(None)
+    m = load_model("default-2")          # the model of the recorded results (the default of 1.0)
     ws = WordSide(m)
     smp = common.sample(a.per_source, a.cap)
     outdir = common.HERE / "results"
