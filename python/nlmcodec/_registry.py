@@ -249,11 +249,6 @@ def model_by_id(model_id: bytes):
     return None if name is None else load_model(name)
 
 
-def resolve(model):
-    """model as given to the API (None, a Model, a name or a path) -> Model; None: default_model()."""
-    return default_model() if model is None else load_model(model)
-
-
 def candidates(model) -> list:
     """The models the encoder may use for model as given to compress(): None gives default_model_names()
     (names: _encode.choose_model loads only those it needs), else the one Model."""
