@@ -45,10 +45,10 @@ HEAVY_FIRST = ("dickens", "bible.txt", "test_second_reader_decodes_the_golden_ve
                "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
 
 
-# The developer's quick lane is `-m 'not slow and not heavy'` (the README gives its measured time).
-# "heavy" marks the tests of the quick lane that took 25 s or more each under load 5 (about 10 s on a quiet
-# core; `pytest -m 'not slow' --durations=40`).  CI runs them in both lanes (the cffi lane is -m 'not slow'),
-# so neither binding loses them; only the developer's quick check leaves them out.
+# The developer's quick lane is `-m 'not slow'` (the README gives its measured time).  "heavy" marks the
+# tests that took 25 s or more each under load 5 (about 10 s on a quiet core; `pytest -m 'not slow'
+# --durations=40`): they are marked slow as well, so the quick lane leaves them out, and the cffi lane of CI
+# runs `-m 'not slow or heavy'`, so neither binding loses them.
 HEAVY = ("test_errors.py::test_random_bytes_expansion_bound", "test_errors.py::test_single_bit_flips",
          "test_dual_build.py::", "test_cli.py::test_golden_vectors_decode", "test_golden.py::test_bindings_identical",
          "test_bytemodel.py::test_scalar_reference_equals_optimised_builds",
@@ -82,6 +82,7 @@ def pytest_collection_modifyitems(config, items):
     for it in items:
         if any(it.nodeid.rpartition("tests/")[2].startswith(h) for h in HEAVY):
             it.add_marker(pytest.mark.heavy)
+            it.add_marker(pytest.mark.slow)
     if nlmcodec.backend == "cffi":
         skip = pytest.mark.skip(reason="one_lane: no binding involved, or both run by the test itself; run by "
                                        "the Cython lane")
