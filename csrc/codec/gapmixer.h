@@ -19,7 +19,7 @@
 #define GM_NODES (NLM_NGAP - 1)  /* binary decisions of the unary tree over the 8 symbols */
 #define GM_NCTX 12               /* structure contexts */
 #define GM_NIN 16                /* inputs: the blended distribution, the contexts, a bias, padding */
-#define GM_TBITS 13              /* each context's table: 2^13 adaptive probabilities */
+#define GM_TBITS 14              /* each context's table: 2^13 adaptive probabilities */
 #define GM_LINE 256              /* bytes of a line kept (columns past it read as absent) */
 #define GM_NODES_ALL (GM_NODES + 6) /* + the literal run's byte tree: END?, '\n', ' ', '\t', '\r', '\v' / '\f' */
 #define GM_SETS_PER_NODE (5 * 2 * 8) /* run position (0 the symbol) x blank line so far x body class */
