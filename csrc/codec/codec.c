@@ -539,7 +539,8 @@ fail:
 size_t nlm_codec_memory(const NlmCodec* c) {
     return c ? sizeof *c + lm_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
                    (size_t)c->shared->maxclass * 12 + (size_t)c->cfg.C * 4 + tokmatch_memory(c->match) +
-                   tokcache_memory(c->cache) + bodymix_memory(c->bmix)
+                   tokcache_memory(c->cache) + bodymix_memory(c->bmix) +
+                   (c->gm ? 2 * sizeof *c->gm + sizeof *c->gmt : 0)
              : 0;
 }
 
@@ -579,6 +580,19 @@ int nlm_codec_reset(NlmCodec* c) {
     return NLM_OK;
 }
 
+/* The gap mixer on or off, its state made when first needed. */
+static int use_gap_mixer(NlmCodec* c, int on) {
+    if (on && !c->gm) {
+        c->gm = (GapMixer*)malloc(sizeof *c->gm);
+        c->gm_saved = (GapMixer*)malloc(sizeof *c->gm_saved);
+        c->gmt = (GmTables*)malloc(sizeof *c->gmt);
+        if (!c->gm || !c->gm_saved || !c->gmt) return NLM_ERR_NOMEM;
+        gapmixer_tables(c->gmt);
+    }
+    c->gapmixer_on = on;
+    return NLM_OK;
+}
+
 int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     if (!c) return NLM_ERR_STATE;
     const NlmFormatRow* row = NULL;
@@ -593,6 +607,7 @@ int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     c->end_advance = row->end_advance;
     c->max_tokens = row->max_tokens;
     c->forward = row->forward;
+    if ((e = use_gap_mixer(c, row->gap_mixer)) < 0) return e;
     if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
     if (c->adapt) {
         if ((e = lm_set_schedule(c->model, row->deep_every, 0, 0)) < 0) return e;
@@ -660,15 +675,8 @@ int nlm_codec_set_end_advance(NlmCodec* c, int on) {
 
 int nlm_codec_set_gap_mixer(NlmCodec* c, int on) {
     if (!c || on < 0 || on > 1) return NLM_ERR_STATE;
-    if (on && !c->gm) {
-        c->gm = (GapMixer*)malloc(sizeof *c->gm);
-        c->gm_saved = (GapMixer*)malloc(sizeof *c->gm_saved);
-        c->gmt = (GmTables*)malloc(sizeof *c->gmt);
-        if (!c->gm || !c->gm_saved || !c->gmt) return NLM_ERR_NOMEM;
-        gapmixer_tables(c->gmt);
-    }
-    c->gapmixer_on = on;
-    return nlm_codec_reset(c);
+    int r = use_gap_mixer(c, on);
+    return r < 0 ? r : nlm_codec_reset(c);
 }
 
 int nlm_codec_set_speller(NlmCodec* c, int kind) {

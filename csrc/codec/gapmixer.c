@@ -14,28 +14,21 @@
 #include "codec/gapmixer.h"
 
 #include <math.h> /* log2: statistics only */
-#include <stdlib.h>
 #include <string.h>
 
 #include "bytemodel/cm.h" /* cm_logistic_tables */
 
 static const int ORDER[NLM_NGAP] = {1, 0, 3, 4, 7, 2, 6, 5};
 
-static int GM_LR = 320;          /* mixer rate */
-static int GM_LIMIT = 60;        /* slot count cap */
-static int GM_W_EXT = 65536;     /* initial weight of the blended distribution (1.0) */
-static int GM_W_CTX = 0;         /* ... of each context */
-static int GM_APM_SHIFT = 5;
+enum {
+    GM_LR = 320,          /* mixer rate: w += x err GM_LR >> 18 */
+    GM_LIMIT = 60,        /* slot count cap: the slowest rate is 1 / 61.5 */
+    GM_W_EXT = 49152,     /* initial weight of the blended distribution, 0.75 (16.16) */
+    GM_W_CTX = 8192,      /* ... of each context, 0.125 */
+    GM_APM_SHIFT = 5,     /* APM rate 1/32 */
+};
 
-void gapmixer_tables(GmTables* t) {
-    cm_logistic_tables(t->squash_t, t->stretch_t);
-    const char* e;
-    if ((e = getenv("GM_LR"))) GM_LR = atoi(e);
-    if ((e = getenv("GM_LIMIT"))) GM_LIMIT = atoi(e);
-    if ((e = getenv("GM_W_EXT"))) GM_W_EXT = atoi(e);
-    if ((e = getenv("GM_W_CTX"))) GM_W_CTX = atoi(e);
-    if ((e = getenv("GM_APM_SHIFT"))) GM_APM_SHIFT = atoi(e);
-}
+void gapmixer_tables(GmTables* t) { cm_logistic_tables(t->squash_t, t->stretch_t); }
 
 static inline int sq(const GmTables* t, int x) {
     if (x > 2047) x = 2047;
