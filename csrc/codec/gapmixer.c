@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bytemodel/cm.h" /* cm_logistic_tables */
+#include "kernels/kern.h"  /* kern_asr64: floor shifts of signed values */
 
 static const int ORDER[NLM_NGAP] = {1, 0, 3, 4, 7, 2, 6, 5};
 
@@ -135,7 +136,7 @@ static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int
     int32_t* w = g->w[node * GM_SETS_PER_NODE + cx->set];
     int64_t dot = 0;
     for (int i = 0; i < GM_NIN; i++) dot += (int64_t)w[i] * x[i];
-    int tm = (int)(dot >> 16);
+    int tm = (int)kern_asr64(dot, 16);
     if (tm > 2047) tm = 2047;
     if (tm < -2047) tm = -2047;
     const int pm = sq(t, tm);
@@ -157,11 +158,11 @@ static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int
     }
     const int err = ((*y << 12) - pm) * GM_LR;
     for (int i = 0; i < GM_NIN; i++) {
-        int64_t v = (int64_t)w[i] + (((int64_t)x[i] * err) >> 18);
+        int64_t v = (int64_t)w[i] + kern_asr64((int64_t)x[i] * err, 18);
         w[i] = (int32_t)(v > (1 << 24) ? 1 << 24 : v < -(1 << 24) ? -(1 << 24) : v);
     }
     const int jj = lo + (wt >= 64);
-    a[jj] = (uint16_t)(a[jj] + (((*y ? 65535 : 0) - a[jj]) >> GM_APM_SHIFT));
+    a[jj] = (uint16_t)(a[jj] + kern_asr64((*y ? 65535 : 0) - a[jj], GM_APM_SHIFT));
     return 0;
 }
 
