@@ -86,14 +86,27 @@ def ok_vectors(version=None) -> list:
     return [OkVector(k, e) for k, e in sorted(m["ok"].items()) if version is None or e["format_version"] == version]
 
 
-def error_vectors(version=None) -> list:
+def error_vectors(version=None, newest=None) -> list:
+    """The error vectors (of one format, or all); newest: the newest format a reader knows, whose error vectors
+    it must reject: an older format's unknown_version vector names the next version, which a newer reader
+    reads (superseded)."""
     m = manifest()
     return [ErrorVector(k, e) for k, e in sorted(m["errors"].items())
-            if version is None or e["format_version"] == version]
+            if (version is None or e["format_version"] == version)
+            and not (newest is not None and superseded(ErrorVector(k, e), newest))]
+
+
+def superseded(v, newest: int) -> bool:
+    """v is an older format's unknown_version vector whose version byte a reader of format `newest` knows."""
+    return v.name == "unknown_version" and v.frame()[4] <= newest
 
 
 def ok_vector(key: str) -> OkVector:
     return OkVector(key, manifest()["ok"][key])
+
+
+def error_vector(key: str) -> ErrorVector:
+    return ErrorVector(key, manifest()["errors"][key])
 
 
 def frozen_digest(version: int, m=None) -> str:

@@ -16,7 +16,7 @@
 #include <math.h> /* log2: statistics only */
 #include <string.h>
 
-#include "bytemodel/cm.h" /* cm_logistic_tables */
+#include "bytemodel/cm.h" /* cm_logistic_tables, cm_hash64 */
 #include "kernels/kern.h"  /* kern_asr64: floor shifts of signed values */
 
 static const int ORDER[NLM_NGAP] = {1, 0, 3, 4, 7, 2, 6, 5};
@@ -50,14 +50,6 @@ void gapmixer_reset(GapMixer* g, const GmTables* t) {
         for (int i = 0; i < GM_NIN; i++) g->w[s][i] = i == 0 ? GM_W_EXT : i <= GM_NCTX ? GM_W_CTX : 0;
     for (int r = 0; r < GM_APM_ROWS; r++)
         for (int j = 0; j < 33; j++) g->apm[r][j] = (uint16_t)(sq(t, (j - 16) * 128) * 16);
-}
-
-static inline uint32_t mix64(uint64_t x) {
-    x *= 0x9E3779B97F4A7C15ull;
-    x ^= x >> 29;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 32;
-    return (uint32_t)x;
 }
 
 /* A byte's class: 0 none, 1 lower-case letter, 2 capital, 3 digit, 4 non-ASCII, 5 .!?, 6 ,;:, 7 other. */
@@ -116,7 +108,7 @@ static void gm_contexts(const GapMixer* g, const uint8_t* body, int blen, int j,
         (uint64_t)bk << 24 | (uint64_t)(blen < 8 ? blen : 8) << 16 | (uint64_t)(ccol / 4) << 8 | (uint64_t)blank,
         (uint64_t)bh << 8 | (uint64_t)c1 | jj << 40,
     };
-    for (int k = 0; k < GM_NCTX; k++) o->idx[k] = mix64(ctx[k] * 16 + (uint64_t)k + 1);
+    for (int k = 0; k < GM_NCTX; k++) o->idx[k] = cm_hash64(ctx[k], (uint32_t)(k + 1) * 0x3C6EF372u);
     o->set = (int)((jj * 2 + (uint64_t)blank) * 8 + (uint64_t)bk);   /* 0..79 */
     o->arow = (int)(ccol / 4 < 23 ? ccol / 4 : 23);
 }
