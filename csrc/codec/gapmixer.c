@@ -211,8 +211,10 @@ int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int b
             if ((r = gm_bit(g, t, &cx, node + 1 + i, 0, &y, code_bit, cctx, bits)) < 0) return r;
             if (y) break;
         }
-        if (dec) x = i; /* i == 5: '\f' */
-        buf[pos] = RUN_BYTES[x];
+        if (dec) {
+            x = i; /* i == 5: '\f' */
+            buf[pos] = RUN_BYTES[x];
+        }
         gapmixer_push(g, buf + pos, 1, body, 0);
         rh = (rh << 4 | (uint32_t)x) & 0xFFFF;
     }
