@@ -86,18 +86,15 @@ def ok_vectors(version=None) -> list:
     return [OkVector(k, e) for k, e in sorted(m["ok"].items()) if version is None or e["format_version"] == version]
 
 
-def error_vectors(version=None, newest=None) -> list:
-    """The error vectors (of one format, or all); newest: the newest format a reader knows, whose error vectors
-    it must reject: an older format's unknown_version vector names the next version, which a newer reader
-    reads (superseded)."""
+def error_vectors(version=None) -> list:
     m = manifest()
     return [ErrorVector(k, e) for k, e in sorted(m["errors"].items())
-            if (version is None or e["format_version"] == version)
-            and not (newest is not None and superseded(ErrorVector(k, e), newest))]
+            if version is None or e["format_version"] == version]
 
 
 def superseded(v, newest: int) -> bool:
-    """v is an older format's unknown_version vector whose version byte a reader of format `newest` knows."""
+    """v is an older format's unknown_version vector whose version byte a reader of format `newest` knows: it
+    is still refused, by the header checksum (the vector changed the version byte and kept the checksum)."""
     return v.name == "unknown_version" and v.frame()[4] <= newest
 
 

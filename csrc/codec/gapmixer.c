@@ -1,14 +1,15 @@
-/* gapmixer.c: the gap mixer (gapmixer.h).  Integer only.
+/* gapmixer.c: the gap mixer of format 14 (gapmixer.h, docs/format.md §3.7, the normative text).  Integer only.
  *
  * The symbol is coded as a unary walk over ORDER (the symbols by how often they occur): node k says whether
- * the symbol is ORDER[k], given it is none of ORDER[0..k).  Per node:
- *   x[0]        stretch of the blended distribution's share of ORDER[k] among ORDER[k..8)
+ * the symbol is ORDER[k], given it is none of ORDER[0..k).  A literal run is coded byte by byte at nodes 7-12:
+ * END? (not at its first byte), then a unary walk over '\n' ' ' '\t' '\r' '\v' ('\f' last).  Per node:
+ *   x[0]        stretch of the blended distribution's share of ORDER[k] among ORDER[k..8) (0 in a run)
  *   x[1..12]    stretch of an adaptive probability in each structure context (0 while the slot is unseen)
  *   x[13]       a bias, 256
- *   t = clamp(Σ w[s][i] x[i] >> 16, ±2047), s = (node, blank line so far, body class); p_mix = squash(t)
- *   APM by (node, column bucket) over t, 33 points; p = (p_mix + p_apm) / 2, clamped to [1, 4095].
- * Update: slots p += (y - p) / (n + 1.5), n capped at GM_LIMIT; weights w += x err lr >> 18; the APM's
- * nearer point moves 1/32 of the way.
+ *   t = clamp(asr(Σ w[s][i] x[i], 16), ±2047), s = (node, run position, blank line so far, body class);
+ *   p_mix = squash(t); an APM by (node, column bucket) over t, 33 points; p = (p_mix + p_apm + 1) / 2.
+ * Update: slots p += (y - p) / (n + 1.5), n capped at GM_LIMIT; weights w += asr(x err GM_LR, 18); the APM's
+ * nearer point moves 1/32 of the way.  Constants: docs/decisions/gap-mixer.md.
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "codec/gapmixer.h"

@@ -1,4 +1,4 @@
-/* gapmixer.h: the gap mixer, a binary context-mixing model of the gap symbol (issue 41, measured as a lab option).
+/* gapmixer.h: the gap mixer of format 14 (docs/format.md §3.7), a binary context-mixing model of the gap.
  *
  * Owns: the gap symbol (docs/format.md §3.2 step 5) coded as up to 7 binary decisions, each predicted by an
  * integer logistic mixer of (a) the blended distribution of §3.3 (the network's gap head with the column-aware
@@ -7,7 +7,7 @@
  * at this column, the previous token and the body the gap precedes (coded before the gap, §3.2).  Then an APM by
  * node and column.  Integer arithmetic only (the logistic tables of bytemodel/cm.h).
  *
- * A literal run (symbol 7) is still spelled by §5.3; the mixer only chooses the symbol.
+ * A literal run (symbol 7) is coded by the same mixer, byte by byte (format 13: §5.3).
  */
 #ifndef NLM_GAPMIXER_H
 #define NLM_GAPMIXER_H
