@@ -43,9 +43,6 @@ int nlm_codec_set_forward(NlmCodec* c, int level);
  * tokens (the body mixer, §5.1.1).  It takes its contexts from the token match model, so it is used only while
  * the match flag is on.  A level outside 0..2 is NLM_ERR_STATE. */
 int nlm_codec_set_cache(NlmCodec* c, int level);
-/* The gap mixer (codec/gapmixer.h, issue 41): 1 codes the gap symbol with a binary mixer of the blended distribution
- * of §3.3 and line-structure contexts; 0 as §3.2 step 5.  NLM_ERR_STATE outside 0..1. */
-int nlm_codec_set_gap_mixer(NlmCodec* c, int on);
 /* The adaptation schedule of a dynamic context: every deep_every-th segment adapts everything, the others only
  * the heads, and with shallow_emb also the embeddings by a one-step gradient (lm.h lm_set_schedule); 0: never
  * deep; skip_permille p > 0 skips the update of a segment whose tokens' geometric-mean probability is at least

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "codec/gapmix.h"   /* GapMix: column-aware gap counts */
-#include "codec/gapmixer.h" /* GapMixer: the gap symbol by a binary mixer with line contexts (lab option) */
+#include "codec/gapmixer.h" /* GapMixer: gaps and literal runs by a binary mixer, format 14 (§3.7) */
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
@@ -62,7 +62,7 @@ struct NlmCodec {
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
-    int gapmixer_on;      /* nlm_codec_set_gap_mixer: the gap symbol coded by the gap mixer (gapmixer.h) */
+    int gapmixer_on;      /* the format's gap_mixer (formats.h): gaps coded by the gap mixer (gapmixer.h) */
     GapMixer *gm, *gm_saved;
     GmTables* gmt;
     int match_on;         /* nlm_codec_set_match level > 0: the token match flag of docs/format.md §3.4 (the level,
@@ -588,6 +588,7 @@ static int use_gap_mixer(NlmCodec* c, int on) {
         c->gmt = (GmTables*)malloc(sizeof *c->gmt);
         if (!c->gm || !c->gm_saved || !c->gmt) return NLM_ERR_NOMEM;
         gapmixer_tables(c->gmt);
+        gapmixer_reset(c->gm_saved, c->gmt); /* a restore before any save finds a reset state */
     }
     c->gapmixer_on = on;
     return NLM_OK;
@@ -671,12 +672,6 @@ int nlm_codec_set_end_advance(NlmCodec* c, int on) {
     if (!c) return NLM_ERR_STATE;
     c->end_advance = on ? 1 : 0;
     return nlm_codec_reset(c);
-}
-
-int nlm_codec_set_gap_mixer(NlmCodec* c, int on) {
-    if (!c || on < 0 || on > 1) return NLM_ERR_STATE;
-    int r = use_gap_mixer(c, on);
-    return r < 0 ? r : nlm_codec_reset(c);
 }
 
 int nlm_codec_set_speller(NlmCodec* c, int kind) {

@@ -127,9 +127,6 @@ class Codec:
     def set_end_advance(self, on):
         return lib.nlm_codec_set_end_advance(self.c, on)
 
-    def set_gap_mixer(self, on):
-        return lib.nlm_codec_set_gap_mixer(self.c, on)
-
     def set_forward(self, level):
         return lib.nlm_codec_set_forward(self.c, level)
 

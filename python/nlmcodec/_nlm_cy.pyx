@@ -72,7 +72,6 @@ cdef extern from "nlm_lab.h" nogil:
     int nlm_codec_set_rates(NlmCodec* c, int a, int b)
     int nlm_codec_set_max_tokens(NlmCodec* c, uint32_t n)
     int nlm_codec_set_end_advance(NlmCodec* c, int on)
-    int nlm_codec_set_gap_mixer(NlmCodec* c, int on)
     int nlm_codec_set_forward(NlmCodec* c, int level)
     int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p)
     int nlm_lab_trace_dists(NlmCodec* c, int on)
@@ -226,9 +225,6 @@ cdef class Codec:
 
     def set_end_advance(self, int on):
         return nlm_codec_set_end_advance(self.c, on)
-
-    def set_gap_mixer(self, int on):
-        return nlm_codec_set_gap_mixer(self.c, on)
 
     def set_forward(self, int level):
         return nlm_codec_set_forward(self.c, level)
