@@ -1,5 +1,5 @@
-"""format_reader.py: a second reader of format 13's word-model block payloads, written from docs/format.md
-§1–§6 and §9 (the byte model, the speller of §5.4) alone.
+"""format_reader.py: a second reader of the word-model block payloads of formats 13 and 14, written from
+docs/format.md §1–§6 and §9 (the byte model, the speller of §5.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
