@@ -137,7 +137,7 @@ void nlm_codec_free(NlmCodec* c);
  * A frame names its format version and mode; together they fix every option of its word-model blocks.  The
  * one table of what they mean is csrc/codec/formats.h: a C program that reads a frame's header configures a
  * codec with nlm_codec_reset_for and decodes its blocks. */
-#define NLM_FORMAT_VERSION 13 /* the format this build writes */
+#define NLM_FORMAT_VERSION 14 /* the format this build writes */
 #define NLM_FORMAT_OLDEST 13  /* the oldest it reads (formats 1-12: nlmcodec 0.1.0) */
 #define NLM_MODE_STATIC 0     /* no adaptation (a context made with adapt 0) */
 #define NLM_MODE_DYNAMIC 1    /* every part adapts (§6.3-§6.4; a context made with adapt 1) */

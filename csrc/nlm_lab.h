@@ -66,7 +66,8 @@ int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p);
  * nlm_encode_block also records, per traced token, the distributions the codec coded with: the C class
  * probabilities f_k / F of the class stage (docs/format.md §3.2 step 1: after adaptation and the token cache's
  * mix, before the match flag's exclusion of §3.4; recorded whether the flag hit or not), then the NLM_NGAP gap
- * probabilities g_i / G after gap blending (§3.3, step 5).  nlm_lab_trace_dists_records reads the last block's:
+ * probabilities g_i / G after gap blending (§3.3, step 5; in format 14 the gap mixer's input, §3.7, not what
+ * codes the gap).  nlm_lab_trace_dists_records reads the last block's:
  * *n tokens (the trace's records, in order), *width = C + NLM_NGAP floats each.  on = 0 stops and frees them.
  * Reporting only: no coded byte changes.  0, or NLM_ERR_STATE without a codec. */
 int nlm_lab_trace_dists(NlmCodec* c, int on);

@@ -1,5 +1,5 @@
-"""format_reader.py: a second reader of format 13's word-model block payloads, written from docs/format.md
-§1–§6 and §9 (the byte model, the speller of §5.4) alone.
+"""format_reader.py: a second reader of the word-model block payloads of formats 13 and 14, written from
+docs/format.md §1–§6 and §9 (the byte model, the speller of §5.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
@@ -893,6 +893,141 @@ class GapMix:
         self.col = min(self.col + blen, 1 << 20)
 
 
+# ---- §3.7 the gap mixer (format 14) ----
+
+GAP_ORDER = (1, 0, 3, 4, 7, 2, 6, 5)
+RUN_ALPHABET = b"\n \t\r\x0b\x0c"
+
+
+def byte_cls(c):
+    if c is None:
+        return 0
+    if 97 <= c <= 122:
+        return 1
+    if 65 <= c <= 90:
+        return 2
+    if 48 <= c <= 57:
+        return 3
+    if c >= 128:
+        return 4
+    return 5 if c in b".!?" else 6 if c in b",;:" else 7
+
+
+def body_hash(body):
+    h = 0
+    for c in body:
+        h = ((h + c + 1) * 0x2F0F3A55) & 0xFFFFFFFF
+    return h
+
+
+class GapMixer:
+    """§3.7: the gap symbol and literal runs by a binary mixer of §3.3's blend and line-structure contexts."""
+
+    def __init__(self):
+        self.cur, self.prev, self.curlen, self.prevlen, self.last, self.pword = bytearray(), bytearray(), 0, 0, 0, 0
+        self.q = [[32768] * (1 << 14) for _ in range(12)]
+        self.n = [[0] * (1 << 14) for _ in range(12)]
+        self.w = [[49152] + [8192] * 12 + [0] * 3 for _ in range(13 * 80)]
+        self.apm = [[16 * squash(128 * (i - 16)) for i in range(33)] for _ in range(13 * 24)]
+
+    @staticmethod
+    def _indent(b):
+        k = 0
+        while k < len(b) and b[k] in b" \t":
+            k += 1
+        return k
+
+    def _contexts(self, body, j, rh):
+        col = self.curlen
+        cc = min(col, 90)
+        ind, pind = self._indent(self.cur), self._indent(self.prev)
+        blank = 1 if ind >= col else 0
+        above = self.prev[col] if col < self.prevlen and col < 256 else 256
+        above2 = self.prev[col + 1] if col + 1 < self.prevlen and col + 1 < 256 else 256
+        first = self.cur[ind] if not blank and ind < 256 else None
+        pfirst = self.prev[pind] if pind < self.prevlen and pind < 256 else 256
+        pl = min(self.prevlen // 8, 12)
+        b1, b2, b3 = self.last & 255, (self.last >> 8) & 255, (self.last >> 16) & 255
+        c1, bk, bl = byte_cls(b1), byte_cls(body[0] if body else None), min(len(body), 8)
+        ind_, pind_ = min(ind, 255), min(pind, 255)
+        v = [b1 << 8 | bk | j << 40 | rh << 44,
+             b1 << 16 | b2 << 8 | bk | j << 40,
+             b1 << 16 | b2 << 8 | b3,
+             cc << 8 | blank << 4 | bk,
+             pind_ << 16 | cc << 8 | blank | j << 40,
+             above << 20 | above2 << 8 | blank << 4 | c1,
+             self.pword << 8 | bk | j << 40,
+             byte_cls(first) << 16 | (cc // 4) << 8 | c1,
+             pfirst << 24 | pl << 16 | (cc // 8) << 8 | blank,
+             ind_ << 32 | pind_ << 24 | above << 8 | b1,
+             bk << 24 | bl << 16 | (cc // 4) << 8 | blank,
+             body_hash(body) << 8 | c1 | j << 40]
+        idx = [hash64(x, ((k + 1) * 0x3C6EF372) & 0xFFFFFFFF) for k, x in enumerate(v)]
+        return idx, (2 * j + blank) * 8 + bk, min(cc // 4, 23)
+
+    def _bit(self, rd, ctx, d, pn):
+        idx, s, a = ctx
+        slots = [((i + (d + 1) * 0x9E3779B1) & 0xFFFFFFFF) >> 18 for i in idx]
+        x = [ST[pn] if pn else 0] + [ST[self.q[k][sl] >> 4] if self.n[k][sl] else 0 for k, sl in enumerate(slots)]
+        x += [256, 0, 0]
+        W = self.w[80 * d + s]
+        t = max(-2047, min(2047, asr(sum(wi * xi for wi, xi in zip(W, x)), 16)))
+        pm = squash(t)
+        A = self.apm[24 * d + a]
+        u = t + 2048
+        lo, phi = u >> 7, u & 127
+        pa = (A[lo] * (128 - phi) + A[lo + 1] * phi) >> 11
+        p = max(1, min(4095, (pm + pa + 1) >> 1))
+        y = 1 if rd.decode([p, 4096 - p]) == 0 else 0
+        for k, sl in enumerate(slots):
+            dq = 2 * (65535 * y - self.q[k][sl])
+            self.q[k][sl] += abs(dq) // (2 * self.n[k][sl] + 3) * (1 if dq >= 0 else -1)
+            self.n[k][sl] = min(self.n[k][sl] + 1, 60)
+        e = (4096 * y - pm) * 320
+        for i in range(16):
+            W[i] = max(-(1 << 24), min(1 << 24, W[i] + asr(x[i] * e, 18)))
+        kk = lo + (1 if phi >= 64 else 0)
+        A[kk] += asr((65535 if y else 0) - A[kk], 5)
+        return y
+
+    def symbol(self, rd, g, body):
+        ctx = self._contexts(body, 0, 0)
+        R = sum(g)
+        for d in range(7):
+            go = g[GAP_ORDER[d]]
+            pn = max(1, min(4095, (go * 4096 + R // 2) // R))
+            if self._bit(rd, ctx, d, pn):
+                return GAP_ORDER[d]
+            R -= go
+        return GAP_ORDER[7]
+
+    def run(self, rd, body):
+        out, rh = bytearray(), 0
+        for r in range(65535):
+            ctx = self._contexts(body, 1 + min(r, 3), rh)
+            if r > 0 and self._bit(rd, ctx, 7, 0):
+                break
+            i = 0
+            while i < 5 and not self._bit(rd, ctx, 8 + i, 0):
+                i += 1
+            out.append(RUN_ALPHABET[i])
+            self.push(RUN_ALPHABET[i:i + 1], b"")
+            rh = (16 * rh + i) & 0xFFFF
+        return bytes(out)
+
+    def push(self, gap, body):
+        for c in bytes(gap) + bytes(body):
+            self.last = ((self.last << 8) | c) & 0xFFFFFFFF
+            if c == 10:
+                self.prev, self.prevlen, self.cur, self.curlen = self.cur, self.curlen, bytearray(), 0
+            else:
+                if self.curlen < 256:
+                    self.cur.append(c)
+                self.curlen = min(self.curlen + 1, 1 << 20)
+        if body:
+            self.pword = body_hash(body)
+
+
 # ---- §2.5 the Kneser-Ney expert ----
 
 class KneserNey:
@@ -1001,13 +1136,16 @@ class Reader:
         self.speller = Speller(prime)
         self.kn = KneserNey(bytes(kn), V, self.cs) if kn else None
         self.q8 = None                                    # §2.6's tables, made the first time a frame needs them
+        self.version = 13
         self.reset()
 
-    def reset(self, adapt=None):
+    def reset(self, adapt=None, version=None):
         """The state at a group start (§7.2); adapt: switch between static (False), dynamic (True) and heads
-        ("heads") mode."""
+        ("heads") mode; version: the frame's format (13 or 14)."""
         if adapt is not None:
             self.adapt = adapt
+        if version is not None:
+            self.version = version
         self.p = {k: v.copy() for k, v in self.p0.items()}
         H = self.H
         self.h = np.zeros(H, dtype=f32)
@@ -1026,6 +1164,7 @@ class Reader:
         self.last = {"E": {}, "O": {}, "B": {}}
         self.speller.reset()
         self.gapmix = GapMix()
+        self.gapmixer = GapMixer()
         self.match = TokenMatch(self.V)
         self.cache = TokenCache(self.V, len(self.cs) - 1, self.cls_of)
         self.bmix = BodyMix()
@@ -1291,8 +1430,13 @@ class Reader:
             zg = matvec(P["Ug"], self.h) + P["Bg"][w]
             mg = self.match.gaps[self.match.ptr] if hit else 8
             ctx, gf = self.gapmix.freqs(quant(zg), len(body), mg)
-            gap = rd.decode(gf)
-            gap_bytes = self.speller.literal_gap(rd) if gap == 7 else GAP_BYTES[gap]
+            if self.version >= 14:                    # §3.7: the gap mixer
+                gap = self.gapmixer.symbol(rd, gf, body)
+                gap_bytes = self.gapmixer.run(rd, body) if gap == 7 else GAP_BYTES[gap]
+                self.gapmixer.push(b"" if gap == 7 else gap_bytes, body)
+            else:
+                gap = rd.decode(gf)
+                gap_bytes = self.speller.literal_gap(rd) if gap == 7 else GAP_BYTES[gap]
             self.gapmix.update(ctx, gap, gap_bytes, len(body))
             self.match.push(w, body, gap)
             x_id = self.match.hist[-1] if len(self.match.hist) > 1 else TokenMatch.NO_ID
@@ -1329,9 +1473,10 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a format-13 frame (§7.1: a CRC32 follows each
-    word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5)."""
-    assert frame[:4] == b"\xb1NLM" and frame[4] == 13
+    """(adapt, [(group start, block kind, size, payload)]) of a format-13 or 14 frame (§7.1: a CRC32 follows
+    each word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5).  The version
+    is frame[4]."""
+    assert frame[:4] == b"\xb1NLM" and frame[4] in (13, 14)
     flags = frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

@@ -297,13 +297,13 @@ def test_golden_vectors_decode(tmp_path):
     # one process per kind of call, not per vector (hundreds of interpreter starts): -d -k of copies
     out = tmp_path / "ok"
     out.mkdir()
-    names = [f"{v.name}.nlm" for v in ok]
+    names = [f"{v.key.replace('/', '-')}.nlm" for v in ok]          # v13/x and v14/x: one folder, distinct names
     for v, n in zip(ok, names):
         shutil.copyfile(v.path, out / n)
     r = run(["-d", "-k", *names], out)
     assert r.returncode == 0, r.stderr
-    for v in ok:
-        assert (out / v.name).read_bytes() == v.raw(), v.key
+    for v, n in zip(ok, names):
+        assert (out / n[:-4]).read_bytes() == v.raw(), v.key
     shutil.rmtree(out)
     r = run(["-dc", str(ok[0].path)], tmp_path)                       # to stdout
     assert r.returncode == 0 and r.stdout == ok[0].raw(), r.stderr
@@ -330,11 +330,12 @@ def test_golden_error_vectors_fail_one_by_one(tmp_path):
         assert sum(str(f) in line for line in lines) == 1, f.name
     out = tmp_path / "bad"
     out.mkdir()
-    for f in bad:
-        shutil.copyfile(f, out / f.name)
-    r = run(["-d", "-k", *(f.name for f in bad)], out)
+    names = [f"{f.parent.parent.name}-{f.name}" for f in bad]           # v13-x.nlm, v14-x.nlm, retired-x.nlm
+    for f, n in zip(bad, names):
+        shutil.copyfile(f, out / n)
+    r = run(["-d", "-k", *names], out)
     assert r.returncode == 1
-    assert sorted(os.listdir(out)) == sorted(f.name for f in bad)    # no output left behind, inputs kept
+    assert sorted(os.listdir(out)) == sorted(names)    # no output left behind, inputs kept
     r = run(["-d", "-o", "out", str(bad[0])], tmp_path)
     assert r.returncode == 1 and not (tmp_path / "out").exists()
     shutil.rmtree(out)

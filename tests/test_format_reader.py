@@ -1,27 +1,29 @@
 """test_format_reader.py: docs/format.md §1–§6 and §9 are complete: tests/format_reader.py, a second reader
 written from that text alone (numpy float32 and Python integers, no code shared with csrc/), decodes the
-word-model blocks of the format-13 golden vectors (codec/vectors/vectorset.py) to the vectors' bytes.
+word-model blocks of the golden vectors of formats 13 and 14 (codec/vectors/vectorset.py) to the vectors' bytes.
 
-Covered: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with the
-Kneser-Ney expert; default-2, the default model: elman at full size) in the three modes (static with the
-integer forward of §2.6, dynamic with §6, heads with §6.5 and its rates): unknown words spelled by the byte
-model (§5.4) and the body mixer (§5.1.1), the match flag (§3.4) and the token cache (§3.6), the context
-carried across segments and blocks, across a byte-model block between word-model blocks (fallback-default-2)
-and over two blocks of 64 KiB of news (news_64k-default-2).  Vectors without a word-model block give the
-second reader nothing to decode and are not listed (the nomodel ones, binary, one_byte, mixed, empty, and
-the fallback and news_64k frames whose blocks the encoder gave to the byte model).
+Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
+the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the
+three modes (static with the integer forward of §2.6, dynamic with §6, heads with §6.5 and its rates): unknown
+words spelled by the byte model (§5.4) and the body mixer (§5.1.1), the match flag (§3.4) and the token cache
+(§3.6), gaps by §3.3 and §5.3 (format 13) or the gap mixer of §3.7 (format 14), the context carried across
+segments and blocks, across a byte-model block between word-model blocks (fallback-<default>) and over two
+blocks of 64 KiB of news (news_64k-<default>).  Vectors without a word-model block give the second reader
+nothing to decode and are not listed (the nomodel ones, binary, one_byte, mixed, empty, and the fallback and
+news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the
 tiny models.  Their paths are covered by others: the context carried over 64-KiB blocks and across a
-byte-model block by fallback-default-2-* and news_64k-default-2-* (every mode), and each tiny model's own
+byte-model block by the default model's fallback-* and news_64k-* (every mode), and each tiny model's own
 arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every mode by its
 alice_4k, short_english, spelled and repeats vectors; no rule of the format depends on both.
 
-Marked slow (30 s to minutes of CPU each on the shared 2-core machine): fallback-default-2-* and
-news_64k-default-2-*, and spelled-* and repeats-* of tiny-lstm, tiny-nplm and tiny-kn (about 10 s each:
-the spelling and match paths they load are taken in the quick lane by the tiny and default-2 vectors of
-the same names, since the speller, the body mixer, the match flag and the token cache do not depend on the
-model type, and the models' own arithmetic by their alice_4k and short_english vectors)."""
+Marked slow (30 s to minutes of CPU each on the shared 2-core machine): the default model's fallback-* and
+news_64k-*, spelled-* and repeats-* of tiny-lstm, tiny-nplm and tiny-kn (about 10 s each: the spelling and
+match paths they load are taken in the quick lane by the tiny and default vectors of the same names, since the
+speller, the body mixer, the match flag and the token cache do not depend on the model type, and the models'
+own arithmetic by their alice_4k and short_english vectors), and every vector of a frozen older format (format
+13: its rules are unchanged, and the current format's vectors take the same paths but for the gaps)."""
 import os
 import pathlib
 import sys
@@ -40,7 +42,8 @@ import vectorset as VS  # noqa: E402
 pytestmark = pytest.mark.skipif(os.environ.get("NLMCODEC_BACKEND") == "cffi",
                                 reason="binding-independent: run in the Cython lane")
 
-MODELS = ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", "default-2")
+TINY = ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn")
+DEFAULT_OF = {13: "default-2", 14: "default-3"}       # the default model each format's vectors were made with
 MODES = (False, True, "heads")
 
 
@@ -48,10 +51,11 @@ def has_word_blocks(v):
     return any(kind == 2 for _, kind, _, _ in word_blocks(v.frame())[1])
 
 
-VECTORS = [v for v in VS.ok_vectors(13) if v.model in MODELS and has_word_blocks(v)
-           and not (v.model != "default-2" and v.name.startswith(("fallback-", "news_64k-")))]   # for time
+VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
+           and has_word_blocks(v) and not (v.model != dflt and v.name.startswith(("fallback-", "news_64k-")))]
 SLOW = {v.key for v in VECTORS if v.name.startswith(("fallback-", "news_64k-"))
-        or (v.model in ("tiny-lstm", "tiny-nplm", "tiny-kn") and v.name.startswith(("spelled-", "repeats-")))}
+        or (v.model in ("tiny-lstm", "tiny-nplm", "tiny-kn") and v.name.startswith(("spelled-", "repeats-")))
+        or v.format_version < nlmcodec.FORMAT_VERSION}      # a frozen older format: the slow lane
 _readers = {}
 
 
@@ -65,17 +69,22 @@ def reader_for(model, adapt):
     return _readers[model]
 
 
-def test_there_are_vectors_of_every_model_and_mode():
-    quick = [v for v in VECTORS if v.key not in SLOW]
-    for model in MODELS:
+@pytest.mark.parametrize("version", sorted(DEFAULT_OF))
+def test_there_are_vectors_of_every_model_and_mode(version):
+    dflt = DEFAULT_OF[version]
+    vecs = [v for v in VECTORS if v.format_version == version]
+    quick = [v for v in vecs if not v.name.startswith(("fallback-", "news_64k-"))
+             and not (v.model in ("tiny-lstm", "tiny-nplm", "tiny-kn") and v.name.startswith(("spelled-", "repeats-")))]
+    for model in TINY + (dflt,):
         for adapt in MODES:
             names = {v.name.split("-")[0] for v in quick if v.model == model and v.adapt == adapt}
             assert {"alice_4k", "short_english"} <= names, (model, adapt, names)
-            if model in ("tiny", "default-2"):
+            if model in ("tiny", dflt):
                 assert {"spelled", "repeats"} <= names, (model, adapt, names)
     for adapt in MODES:       # word-model blocks on both sides of a byte-model block; two blocks of 64 KiB
         name = VS.ADAPT_NAMES[adapt]
-        assert f"v13/fallback-default-2-{name}" in SLOW and f"v13/news_64k-default-2-{name}" in SLOW, adapt
+        assert f"v{version}/fallback-{dflt}-{name}" in SLOW and f"v{version}/news_64k-{dflt}-{name}" in SLOW, adapt
+    assert all((v.key in SLOW) == (version < nlmcodec.FORMAT_VERSION) for v in quick)
 
 
 @pytest.mark.parametrize("v", [pytest.param(v, id=v.key, marks=[pytest.mark.slow] if v.key in SLOW else [])
@@ -88,7 +97,7 @@ def test_second_reader_decodes_the_golden_vector(v):
     reader, off, decoded = reader_for(_registry.name_by_id(bytes.fromhex(v.model_id)) or v.model, adapt), 0, 0
     for start, kind, size, payload in blocks:
         if start:
-            reader.reset(adapt)
+            reader.reset(adapt, frame[4])
         if kind == 2:
             assert reader.decode_block(payload, size) == raw[off:off + size], f"block at {off}"
             decoded += 1

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from nlmcodec import _frame
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
 
@@ -72,8 +74,10 @@ def test_blocks_file_carries_format_and_mode(exported):
     """Each vector names its frame's format version and mode, starts with a reset, and every mode is there."""
     _, vec = exported
     recs = read_blocks(vec / "blocks.bin")
-    assert {r[2] for r in recs} == {13}
-    assert {r[3] for r in recs} == {0, 1, 2}
+    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14}
+    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14) for m in (0, 1, 2)}
+    for name, _, version, *_ in recs:
+        assert all(n.startswith(f"v{version}/") for n in name.split("=")), (name, version)
     assert all(r[4][0] == ("reset",) and any(op[0] == "block" for op in r[4]) for r in recs)
     for name, _, _, mode, _, _ in recs:
         assert name.endswith(("-static", "-dynamic", "-heads")[mode]), (name, mode)

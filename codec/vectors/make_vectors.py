@@ -114,6 +114,7 @@ def inputs():
     return d
 
 
+NEWEST_DEFAULT = "default-3"
 NOMODEL_INPUTS = ("empty", "one_byte", "binary")   # frames without a model id, identical for any model
 MODES = (("static", False), ("dynamic", True), ("heads", "heads"))   # the coding modes (docs/format.md §6)
 
@@ -172,8 +173,8 @@ def ok_vectors():
     out.append((f"log_270k-nomodel-static", log, f,
                 {"model": None, "adapt": False, "check": 1, "reencode": True}))
     # tiny-lstm, tiny-nplm: the other model types (docs/format.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5);
-    # default-2: the model the default frames of format 13 name
-    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", "default-2"):
+    # the newest default model (format 13's vectors: default-2; format 14's: default-3)
+    for model_name in ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn", NEWEST_DEFAULT):
         m = nlmcodec.load_model(model_name)
         tag = model_name
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins

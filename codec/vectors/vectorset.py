@@ -92,8 +92,18 @@ def error_vectors(version=None) -> list:
             if version is None or e["format_version"] == version]
 
 
+def superseded(v, newest: int) -> bool:
+    """v is an older format's unknown_version vector whose version byte a reader of format `newest` knows: it
+    is still refused, by the header checksum (the vector changed the version byte and kept the checksum)."""
+    return v.name == "unknown_version" and v.frame()[4] <= newest
+
+
 def ok_vector(key: str) -> OkVector:
     return OkVector(key, manifest()["ok"][key])
+
+
+def error_vector(key: str) -> ErrorVector:
+    return ErrorVector(key, manifest()["errors"][key])
 
 
 def frozen_digest(version: int, m=None) -> str:

@@ -215,6 +215,8 @@ static inline uint32_t hash64(uint64_t x, uint32_t salt) {
     return (uint32_t)(x >> 32);
 }
 
+uint32_t cm_hash64(uint64_t x, uint32_t salt) { return hash64(x, salt); }
+
 /* The slot of hash h: bucket of 4 slots at the top tbits of h (low 2 bits cleared), check = h's low byte.
  * A miss takes the slot whose first state has the smallest count and clears it. */
 static uint8_t* slot_find(CmModel* m, uint32_t h) {

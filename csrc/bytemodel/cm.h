@@ -53,6 +53,9 @@ void cm_see(CmModel* m, int c);
  * will read are fetched into the cache now, all at once. */
 void cm_prefetch_seen(const CmModel* m, const uint8_t* b, int n);
 
+/* hash64(x, salt) of docs/format.md §9.2 (also the gap mixer's context hash, codec/gapmixer.c). */
+uint32_t cm_hash64(uint64_t x, uint32_t salt);
+
 /* The integer logistic tables (docs/format.md §9.2): squash_t[4096] indexed by t + 2048, stretch_t[4096] by a
  * 12-bit p.  Also used by the token match model (codec/tokmatch.c). */
 void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t);

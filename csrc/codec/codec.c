@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "codec/gapmix.h"   /* GapMix: column-aware gap counts */
+#include "codec/gapmixer.h" /* GapMixer: gaps and literal runs by a binary mixer, format 14 (§3.7) */
 #include "coder/quant.h"    /* quant_freqs */
 #include "coder/rc.h"       /* Rc, rc_* */
 #include "lexer/lex.h"      /* nlm_lex, LexVocab, lex_* */
@@ -61,6 +62,9 @@ struct NlmCodec {
     double stats_saved[NLM_STAT_COUNT];
     uint32_t* freq;       /* scratch, max(C, largest class, 8) */
     GapMix gapmix, gapmix_saved;
+    int gapmixer_on;      /* the format's gap_mixer (formats.h): gaps coded by the gap mixer (gapmixer.h) */
+    GapMixer *gm, *gm_saved;
+    GmTables* gmt;
     int match_on;         /* nlm_codec_set_match level > 0: the token match flag of docs/format.md §3.4 (the level,
                            * 1 one APM or 2 two APMs, is the flag model's: tokmatch_set_flag_model) */
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5); 0: none */
@@ -124,6 +128,12 @@ static int code_freqs(NlmCodec* c, const uint32_t* f, int n, uint32_t F, int* sy
     if (*sym < 0 || *sym >= n || f[*sym] == 0) return NLM_ERR_CORRUPT;
     if (stat && bits_wanted(c)) *stat += bits_of(f, *sym, F);
     return NLM_OK;
+}
+
+/* The gap mixer's coder callback (gapmixer.h GmCodeBit). */
+static int gm_code_bit(void* ctx, int* bit, int p1) {
+    NlmCodec* c = (NlmCodec*)ctx;
+    return c->rc.decoding ? rc_dec_bit(&c->rc.dec, (uint32_t)p1, bit) : rc_enc_bit(&c->rc.enc, *bit, (uint32_t)p1);
 }
 
 static int code_symbol(NlmCodec* c, const float* z, int n, int* sym, double* stat) {
@@ -353,9 +363,16 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
         uint32_t G = gapmix_freqs(&c->gapmix, gf, c->freq, F, t->blen, hit ? tokmatch_gap(c->match) : NLM_NGAP, &gctx);
         if (ld)
             for (int i = 0; i < NLM_NGAP; i++) ld[c->cfg.C + i] = (float)((double)gf[i] / (double)G);
-        if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
-        if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
-        double gbits = bits_wanted(c) ? bits_of(gf, t->gap, G) : 0.0;
+        double gbits = 0.0;
+        if (c->gapmixer_on) {
+            if ((r = gapmixer_code(c->gm, c->gmt, gf, G, t->body, t->blen, dec, &t->gap, gm_code_bit, c,
+                                   bits_wanted(c) ? &gbits : NULL)) < 0)
+                return r;
+        } else {
+            if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
+            if (t->gap < 0 || t->gap >= NLM_NGAP) return NLM_ERR_CORRUPT;
+            gbits = bits_wanted(c) ? bits_of(gf, t->gap, G) : 0.0;
+        }
         st[NLM_STAT_GAP_BITS] += gbits;
         int gl = 0;
         const uint8_t* gb;
@@ -363,8 +380,14 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             if (dec) t->gapbuf = gap_scratch;
             /* the statistics accumulate exactly as without a trace; the trace takes the difference */
             const double before = st[NLM_STAT_GAP_BITS];
-            if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN, &st[NLM_STAT_GAP_BITS])) < 0)
+            if (c->gapmixer_on) {
+                if ((r = gapmixer_code_run(c->gm, c->gmt, t->body, t->blen, dec, t->gapbuf, &t->glen, MAX_GAP_RUN,
+                                           gm_code_bit, c, bits_wanted(c) ? &st[NLM_STAT_GAP_BITS] : NULL)) < 0)
+                    return r;
+            } else if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN,
+                                             &st[NLM_STAT_GAP_BITS])) < 0) {
                 return r;
+            }
             gbits += st[NLM_STAT_GAP_BITS] - before;
             if (t->glen < 1) return NLM_ERR_CORRUPT;
             gb = t->gapbuf;
@@ -373,6 +396,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             gb = lex_gap_bytes(t->gap, &gl);
         }
         gapmix_update(&c->gapmix, gctx, t->gap, gb, gl, t->blen);
+        if (c->gapmixer_on) gapmixer_push(c->gm, gb, t->gap == 7 ? 0 : gl, t->body, t->blen); /* a run is in */
         if (tr) tr->bits[NLM_PART_GAP] = gbits, tr->kind = (uint8_t)kind, tr->ccase = (uint8_t)t->ccase,
                 tr->gap = (uint8_t)t->gap;
     }
@@ -515,7 +539,8 @@ fail:
 size_t nlm_codec_memory(const NlmCodec* c) {
     return c ? sizeof *c + lm_memory(c->model) + (size_t)(c->cfg.C > 8 ? c->cfg.C : 8) * 4 +
                    (size_t)c->shared->maxclass * 12 + (size_t)c->cfg.C * 4 + tokmatch_memory(c->match) +
-                   tokcache_memory(c->cache) + bodymix_memory(c->bmix)
+                   tokcache_memory(c->cache) + bodymix_memory(c->bmix) +
+                   (c->gm ? 2 * sizeof *c->gm + sizeof *c->gmt : 0)
              : 0;
 }
 
@@ -535,6 +560,9 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->toks);
     free(c->trace);
     free(c->dists);
+    free(c->gm);
+    free(c->gm_saved);
+    free(c->gmt);
     free(c);
 }
 
@@ -543,11 +571,26 @@ int nlm_codec_reset(NlmCodec* c) {
     lm_reset(c->model);
     speller_reset(c->speller);
     gapmix_reset(&c->gapmix);
+    if (c->gapmixer_on) gapmixer_reset(c->gm, c->gmt);
     tokmatch_reset(c->match);
     tokcache_reset(c->cache);
     bodymix_reset(c->bmix);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
+    return NLM_OK;
+}
+
+/* The gap mixer on or off, its state made when first needed. */
+static int use_gap_mixer(NlmCodec* c, int on) {
+    if (on && !c->gm) {
+        c->gm = (GapMixer*)malloc(sizeof *c->gm);
+        c->gm_saved = (GapMixer*)malloc(sizeof *c->gm_saved);
+        c->gmt = (GmTables*)malloc(sizeof *c->gmt);
+        if (!c->gm || !c->gm_saved || !c->gmt) return NLM_ERR_NOMEM;
+        gapmixer_tables(c->gmt);
+        gapmixer_reset(c->gm_saved, c->gmt); /* a restore before any save finds a reset state */
+    }
+    c->gapmixer_on = on;
     return NLM_OK;
 }
 
@@ -565,6 +608,7 @@ int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     c->end_advance = row->end_advance;
     c->max_tokens = row->max_tokens;
     c->forward = row->forward;
+    if ((e = use_gap_mixer(c, row->gap_mixer)) < 0) return e;
     if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
     if (c->adapt) {
         if ((e = lm_set_schedule(c->model, row->deep_every, 0, 0)) < 0) return e;
@@ -650,6 +694,7 @@ int nlm_codec_save(NlmCodec* c) {
     if ((r = bodymix_save(c->bmix)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
     c->gapmix_saved = c->gapmix;
+    if (c->gapmixer_on) *c->gm_saved = *c->gm;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
     return NLM_OK;
 }
@@ -664,6 +709,7 @@ int nlm_codec_restore(NlmCodec* c) {
     if ((r = bodymix_restore(c->bmix)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
     c->gapmix = c->gapmix_saved;
+    if (c->gapmixer_on) *c->gm = *c->gm_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);
     return NLM_OK;
 }

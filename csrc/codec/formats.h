@@ -20,13 +20,19 @@ typedef struct {
     int forward;          /* 1: the integer forward products (§2.6) */
     int deep_every;       /* dynamic contexts: 1 everything adapts every segment (§6.3), 0 the heads only (§6.5) */
     int rate_a, rate_b;   /* dynamic contexts: trained step sizes times rate_a, decay times rate_b (§6.5) */
+    int gap_mixer;        /* 0: the gap symbol coded with §3.3's blend, a literal run by §5.3; 1: both by the gap
+                           * mixer (§3.7) */
 } NlmFormatRow;
 
 static const NlmFormatRow NLM_FORMATS[] = {
     /* format 13, the 1.0 format (frozen) */
-    {13, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1},
-    {13, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1},
-    {13, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1},
+    {13, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 0},
+    {13, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 0},
+    {13, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 0},
+    /* format 14: format 13 with the gap mixer */
+    {14, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1},
+    {14, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1},
+    {14, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1},
 };
 
 #endif /* NLM_CODEC_FORMATS_H */

@@ -25,7 +25,8 @@ are independent (coded in parallel, seekable through the index).
 
 Format policy (docs/format.md): every released format decodes forever; a new format is added beside the
 frozen ones (a row of csrc/codec/formats.h, its own vectors), never by editing one.  Format 13 is the 1.0
-format; frames of formats 1-12 are refused with a message naming the release that reads them.
+format; format 14 (format 13 with the gap mixer, docs/format.md §3.7) is written; both are read.  Frames of
+formats 1-12 are refused with a message naming the release that reads them.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from ._errors import NLMError
 
 MIB = 1 << 20
 DEFAULT_MEMLIMIT = 1 << 30        # 1 GiB
-CODEC_BASE = 20 * MIB             # a codec without adapted weights (19.0 MiB measured for every bundled model)
+CODEC_BASE = 22 * MIB             # a codec without adapted weights (20.4 MiB measured for every bundled model)
 ADAPT_BYTES_PER_PARAM = 5         # a dynamic codec's copies of what it adapts, per float of the model (4.3 measured)
 BYTE_MODEL_MAX = 88 * MIB         # the byte model of the largest run, size class 23 (86.3 MiB measured)
 

@@ -2,9 +2,10 @@
  * §3-§6) and the byte model's (nlm_bytecoder_decode, §9).
  *
  * Input: byte 0 bit 0 = adapt (dynamic mode), bit 1 = a byte-model block instead of a word-model block,
- * bit 2 with bit 0 = heads mode (only the heads adapt, §6.5), bytes 1-2 = block size - 1 (little-endian, so
- * 1 to 65,536 bytes: the largest word-model block), the rest = the payload.  The codec is reset for the
- * current format in its mode (nlm_codec_reset_for; the byte coder ends its run), then the payload is
+ * bit 2 with bit 0 = heads mode (only the heads adapt, §6.5), bit 3 = the oldest format this build reads
+ * (NLM_FORMAT_OLDEST) instead of the newest (NLM_FORMAT_VERSION), bytes 1-2 = block size - 1 (little-endian,
+ * so 1 to 65,536 bytes: the largest word-model block), the rest = the payload.  The codec is reset for that
+ * format in its mode (nlm_codec_reset_for; the byte coder ends its run), then the payload is
  * decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and never touch
  * memory it does not own (built with ASan + UBSan).
  *
@@ -111,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     NlmCodec* c = codecs[mode];
     int byte_model = (data[0] >> 1) & 1;
     size_t dst_len = (size_t)(data[1] | (data[2] << 8)) + 1;
-    if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset_for(c, NLM_FORMAT_VERSION, mode)) < 0) abort();
+    const int version = (data[0] >> 3) & 1 ? NLM_FORMAT_OLDEST : NLM_FORMAT_VERSION;
+    if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset_for(c, version, mode)) < 0) abort();
     /* the payload is copied to a buffer of its exact size, so ASan sees any read past its end */
     size_t n = size - 3;
     uint8_t* src = malloc(n ? n : 1);

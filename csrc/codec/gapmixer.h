@@ -1,0 +1,64 @@
+/* gapmixer.h: the gap mixer of format 14 (docs/format.md §3.7), a binary context-mixing model of the gap.
+ *
+ * Owns: the gap symbol (docs/format.md §3.2 step 5) coded as up to 7 binary decisions, each predicted by an
+ * integer logistic mixer of (a) the blended distribution of §3.3 (the network's gap head with the column-aware
+ * counts) and (b) adaptive probabilities in line-structure contexts the network cannot see: the bytes before the
+ * gap, the column, the indentation and first byte of this line and of the previous one, the previous line's bytes
+ * at this column, the previous token and the body the gap precedes (coded before the gap, §3.2).  Then an APM by
+ * node and column.  Integer arithmetic only (the logistic tables of bytemodel/cm.h).
+ *
+ * A literal run (symbol 7) is coded by the same mixer, byte by byte (format 13: §5.3).
+ */
+#ifndef NLM_GAPMIXER_H
+#define NLM_GAPMIXER_H
+
+#include <stdint.h>
+
+#include "nlm.h" /* NLM_NGAP */
+
+#define GM_NODES (NLM_NGAP - 1)  /* binary decisions of the unary tree over the 8 symbols */
+#define GM_NCTX 12               /* structure contexts */
+#define GM_NIN 16                /* inputs: the blended distribution, the contexts, a bias, padding */
+#define GM_TBITS 14              /* each context's table: 2^13 adaptive probabilities */
+#define GM_LINE 256              /* bytes of a line kept (columns past it read as absent) */
+#define GM_NODES_ALL (GM_NODES + 6) /* + the literal run's byte tree: END?, '\n', ' ', '\t', '\r', '\v' / '\f' */
+#define GM_SETS_PER_NODE (5 * 2 * 8) /* run position (0 the symbol) x blank line so far x body class */
+#define GM_SETS (GM_NODES_ALL * GM_SETS_PER_NODE)
+#define GM_APM_ROWS (GM_NODES_ALL * 24)
+
+typedef struct {
+    /* the group's word-model output, as the decoder knows it after the body (bodies as sent) */
+    uint8_t cur[GM_LINE], prev[GM_LINE];
+    uint32_t curlen, prevlen;   /* bytes of this line so far, of the previous line (without its '\n') */
+    uint32_t last;              /* the last 4 bytes, newest in bits 0..7 */
+    uint32_t pword;             /* hash of the previous token's body */
+    /* adaptive state */
+    uint16_t p[GM_NCTX][1 << GM_TBITS];   /* P(bit = 1) in 16 bits */
+    uint8_t n[GM_NCTX][1 << GM_TBITS];    /* its count, capped */
+    int32_t w[GM_SETS][GM_NIN];           /* mixer weights, 16.16 */
+    uint16_t apm[GM_APM_ROWS][33];        /* 16-bit p at 33 points of the stretched mix */
+} GapMixer;
+
+/* The tables the mixer reads (built once per codec: bytemodel/cm.h cm_logistic_tables). */
+typedef struct {
+    int16_t squash_t[4096], stretch_t[4096];
+} GmTables;
+
+void gapmixer_tables(GmTables* t);
+void gapmixer_reset(GapMixer* g, const GmTables* t);
+
+/* Code the gap symbol: the encoder (dec 0) passes *sym, the decoder (dec 1) receives it.  g_freqs[0..8) with total G: the
+ * blended distribution of §3.3 (gapmix_freqs).  body, blen: the body the gap precedes (as sent).  code_bit codes
+ * one decision with P(1) = p1 / 4096 through the codec's coder (0 or a negative NLM_ERR_*); *bits (optional)
+ * accumulates -log2 of the coded probabilities. */
+typedef int (*GmCodeBit)(void* ctx, int* bit, int p1);
+int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, uint32_t G, const uint8_t* body,
+                  int blen, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
+/* A literal run (symbol 7) by the same mixer, byte by byte (its bytes join the history as they are coded): the
+ * encoder passes buf[0..*len), the decoder receives them (at most maxlen). */
+int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, int dec, uint8_t* buf,
+                      int* len, int maxlen, GmCodeBit code_bit, void* ctx, double* bits);
+/* After the gap (and its literal run) is known: the gap bytes and the body join the line history. */
+void gapmixer_push(GapMixer* g, const uint8_t* gap, int glen, const uint8_t* body, int blen);
+
+#endif
