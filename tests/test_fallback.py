@@ -173,8 +173,9 @@ def test_issue8_reproducer(default_model):
     assert nlmcodec.decompress(f) == data
 
 
-def _counting_codec(model, adapt):
-    """A real codec that records the length of every block the encoder asks the word model to code."""
+def _counting_codec(model, adapt, version=None):
+    """A real codec that records the length of every block the encoder asks the word model to code; version:
+    the format its resets code (None: the one this build writes)."""
     from nlmcodec import _core
 
     calls = []
@@ -184,7 +185,17 @@ def _counting_codec(model, adapt):
             calls.append(len(block))
             return super().encode_block(block)
 
+        def reset(self, v=None):
+            return super().reset(v or version or _core.native.FORMAT_VERSION)
+
     return Counting(model, adapt), calls
+
+
+# The encoder's rules below were set with format 13 and default-2 (docs/decisions/byte-model-alongside.md,
+# probe-margin.md) and are tested there: on news and zlib-source.c format 14's gap mixer makes the word model good
+# enough that these rules rightly no longer end it (zlib-source.c is a word-model file in heads mode now,
+# benchmarks/byte_targets.md), so the inputs that show the rules working are format 13's.
+RULES_FORMAT = 13
 
 
 @pytest.mark.slow
@@ -195,7 +206,7 @@ def test_byte_model_alongside_ends_the_word_model_early(default_model):
     (Not dynamic mode: there the word model wins news.)  default-2, the model these rules were set with: the
     technical default-3 beats the byte model on news in static mode too."""
     data = cc.read(cc.find("news"))
-    codec, calls = _counting_codec(nlmcodec.load_model("default-2"), False)
+    codec, calls = _counting_codec(nlmcodec.load_model("default-2"), False, RULES_FORMAT)
     blob, used, parts = _encode.encode_group(codec, data, True)
     assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
     blocks = [n for n in calls if n > _encode.PROBE_SIZE]          # the probe codes at most 16 KiB
@@ -212,7 +223,7 @@ def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model,
     dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
     monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
     data = cc.read(cc.find("zlib-source.c"))
-    codec, calls = _counting_codec(default_model, True)
+    codec, calls = _counting_codec(default_model, True, RULES_FORMAT)
     blob, used, parts = _encode.encode_group(codec, data, True)
     assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
     assert len(calls) == 1 and calls[0] > _encode.PROBE_SIZE, calls
@@ -263,12 +274,11 @@ def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
     and the far-ahead rule then ends its attempt after one block (the test above), at the same frame."""
     data = cc.read(cc.find("zlib-source.c"))
     model = nlmcodec.load_model("default-2")
-    codec, calls = _counting_codec(model, True)
+    codec, calls = _counting_codec(model, True, RULES_FORMAT)
     blob, used, parts = _encode.encode_group(codec, data, True)
     assert blob is None and not used and parts is None        # a plain group, coded by the caller
     assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
-    info = nlmcodec.get_frame_info(nlmcodec.compress(data, model=model))
-    assert {b.kind for b in info.blocks} == {"byte"}
+    assert {t for t, _, _ in _encode._plain(data)} == {_encode.F.BLOCK_BYTE}   # ... as byte-model blocks
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh", "after_a_block"])
