@@ -134,15 +134,15 @@ def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
     import nlmcodec
     from nlmcodec import _registry
 
-    default = "default-2"                  # the default model of format 13's vectors (frozen: default-3 has none)
-    assert default in _registry.default_model_names()
+    default = "default-3"                  # the default model of the current format's vectors (format 14)
+    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 14
     r = subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp_path),
                         "--models", default, "--light-budget", str(lane.LIGHT_BUDGET)],
                        check=True, capture_output=True, text=True)
     mfile = nlmcodec.load_model(default).model_id.hex()[:16] + ".nlmm"
     light = {n for rec in read_blocks(tmp_path / "blocks_light.bin") if rec[1] == mfile and rec[3] == 2
              for n in rec[0].split("=")}
-    assert {f"v13/short_english-{default}-heads", f"v13/alice_4k-{default}-heads"} <= light, r.stdout
+    assert {f"v14/short_english-{default}-heads", f"v14/alice_4k-{default}-heads"} <= light, r.stdout
     everything = {n for rec in read_blocks(tmp_path / "blocks.bin") for n in rec[0].split("=")}
     kept = {n for rec in read_blocks(tmp_path / "blocks_light.bin") for n in rec[0].split("=")}
     m = re.search(r"left out \(work over [^)]*\): (.*)$", r.stdout, re.M)
