@@ -5,10 +5,11 @@
 # not run is a failure, never a pass.  When the tools are missing and cannot be installed (no apt-get, or
 # the install fails) it says why and exits 2, in CI (CI=true) and outside it alike; a target that runs and
 # mismatches exits 1 (lane.py).
-# Time (measured with the tools installed, on a 2-core machine at a load average of 6-8): 640 s of CPU in all,
-# 22 min 46 s wall; the replay of blocks_light.bin took 151 s of CPU under qemu-aarch64 and 444 s under
-# qemu-s390x (the slower emulator), run in parallel, the native replay of every vector 10 s; plus, on a fresh
-# machine, the apt-get install (under a minute here).
+# Time (measured with the tools installed, on a quiet 2-core machine, formats 13 and 14): 683 s wall; the replay
+# of blocks_light.bin (115 block sets: every format-14 vector up to lane.py's budget, format 13's small tiny-model
+# ones, export_blocks.py) took 221 s under qemu-aarch64 and 657 s under qemu-s390x (the slower emulator), run in
+# parallel, the native replay of every vector 30 s; plus, on a fresh machine, the apt-get install (under a
+# minute here).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-s390x-cross binutils-s390x-linux-gnu qemu-user"
