@@ -365,7 +365,7 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             for (int i = 0; i < NLM_NGAP; i++) ld[c->cfg.C + i] = (float)((double)gf[i] / (double)G);
         double gbits = 0.0;
         if (c->gapmixer_on) {
-            if ((r = gapmixer_code(c->gm, c->gmt, gf, G, t->body, t->blen, dec, &t->gap, gm_code_bit, c,
+            if ((r = gapmixer_code(c->gm, c->gmt, gf, t->body, t->blen, dec, &t->gap, gm_code_bit, c,
                                    bits_wanted(c) ? &gbits : NULL)) < 0)
                 return r;
         } else {

@@ -65,6 +65,13 @@ static int byte_class(int c) {
     return 7;
 }
 
+/* The hash of a body (§3.7: the context of the body a gap precedes, and pword). */
+static uint32_t body_hash(const uint8_t* b, int n) {
+    uint32_t h = 0;
+    for (int i = 0; i < n; i++) h = (h + b[i] + 1) * 0x2F0F3A55u;
+    return h;
+}
+
 static int indent_of(const uint8_t* b, uint32_t len) {
     uint32_t k = 0, n = len < GM_LINE ? len : GM_LINE;
     while (k < n && (b[k] == ' ' || b[k] == '\t')) k++;
@@ -92,8 +99,7 @@ static void gm_contexts(const GapMixer* g, const uint8_t* body, int blen, int j,
     const int c1 = byte_class(b1);
     const int b0 = blen > 0 ? body[0] : -1, bk = byte_class(b0);
     const uint64_t jj = (uint64_t)(j < 0 ? 0 : 1 + (j < 3 ? j : 3)); /* 0 the symbol, 1..4 run positions */
-    uint32_t bh = 0;
-    for (int i = 0; i < blen; i++) bh = (bh + body[i] + 1) * 0x2F0F3A55u;
+    const uint32_t bh = body_hash(body, blen);
     const uint64_t ctx[GM_NCTX] = {
         (uint64_t)b1 << 8 | (uint64_t)bk | jj << 40 | (uint64_t)rh << 44,
         (uint64_t)b1 << 16 | (uint64_t)b2 << 8 | (uint64_t)bk | jj << 40,
@@ -159,14 +165,13 @@ static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int
     return 0;
 }
 
-int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* gf, uint32_t G, const uint8_t* body, int blen,
+int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint8_t* body, int blen,
                   int dec, int* sym, GmCodeBit code_bit, void* cctx, double* bits) {
     GmCtx cx;
     gm_contexts(g, body, blen, -1, 0, &cx);
     const int s = dec ? -1 : *sym;
     uint64_t rest = 0;
     for (int i = 0; i < NLM_NGAP; i++) rest += gf[ORDER[i]];
-    (void)G;
     int k;
     for (k = 0; k < GM_NODES; k++) {
         const uint64_t fk = gf[ORDER[k]];
@@ -240,9 +245,5 @@ void gapmixer_push(GapMixer* g, const uint8_t* gap, int glen, const uint8_t* bod
             }
         }
     }
-    if (blen > 0) {
-        uint32_t h = 0;
-        for (int i = 0; i < blen; i++) h = (h + body[i] + 1) * 0x2F0F3A55u;
-        g->pword = h;
-    }
+    if (blen > 0) g->pword = body_hash(body, blen);
 }

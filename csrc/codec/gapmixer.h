@@ -47,12 +47,12 @@ typedef struct {
 void gapmixer_tables(GmTables* t);
 void gapmixer_reset(GapMixer* g, const GmTables* t);
 
-/* Code the gap symbol: the encoder (dec 0) passes *sym, the decoder (dec 1) receives it.  g_freqs[0..8) with total G: the
+/* Code the gap symbol: the encoder (dec 0) passes *sym, the decoder (dec 1) receives it.  g_freqs[0..8): the
  * blended distribution of §3.3 (gapmix_freqs).  body, blen: the body the gap precedes (as sent).  code_bit codes
  * one decision with P(1) = p1 / 4096 through the codec's coder (0 or a negative NLM_ERR_*); *bits (optional)
  * accumulates -log2 of the coded probabilities. */
 typedef int (*GmCodeBit)(void* ctx, int* bit, int p1);
-int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, uint32_t G, const uint8_t* body,
+int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, const uint8_t* body,
                   int blen, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
 /* A literal run (symbol 7) by the same mixer, byte by byte (its bytes join the history as they are coded): the
  * encoder passes buf[0..*len), the decoder receives them (at most maxlen). */
