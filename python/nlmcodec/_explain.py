@@ -285,10 +285,11 @@ def window_end(data, detail) -> int:
 def _frame_blocks(frame):
     """(kind name, size, payload size, payload offset) of each block of a complete frame, in order."""
     buf = memoryview(frame)
+    version, _ = _frame.parse_start(buf)
     p = _frame.parse_header(buf)[3]
     i = 0
     while True:
-        hdr = _frame.parse_block_header(buf, p, i)
+        hdr = _frame.parse_block_header(buf, p, i, version)
         if hdr is None:
             return
         kind, _, size, psize, q = hdr
