@@ -297,8 +297,8 @@ def size_class(n: int) -> int:
 
 class _PlainRun:
     """Blocks coded by the byte model, one at a time, as one run (§9.1) carried from block to block, unless
-    lzma -9e of the block (tried only when the byte model is not below 0.8 x lzma preset 1 on it) or a stored
-    block is smaller, or the byte model is not 1% smaller than stored (incompressible data stays stored: it
+    lzma -9e of the block (tried only when the byte model is not below 0.8 x lzma preset 1 on it; speed only:
+    at most SCREEN_RATIO x zlib level 1 counts as below, as in _above_try_ratio) or a stored block is smaller, or the byte model is not 1% smaller than stored (incompressible data stays stored: it
     decodes at memory speed).
 
     Untracked (track 0): the run starts at its first block and is carried across the group's word-model
@@ -333,7 +333,7 @@ class _PlainRun:
         if _coded_size([part]) >= STORED_MARGIN * _coded_size([stored]):
             best = stored
         size = _coded_size([best])
-        if _lzma1_decides(block, lambda n: 5 * size > 4 * n):
+        if size > SCREEN_RATIO * _zlib1_size(block) and _lzma1_decides(block, lambda n: 5 * size > 4 * n):
             lz = (F.BLOCK_LZMA, k, F.lzma_compress(block, LZMA_PRESET))
             if len(lz[2]) < k and _coded_size([lz]) < size:        # LZMA2's raw chunks never replace stored blocks
                 best = lz
