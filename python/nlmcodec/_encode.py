@@ -375,7 +375,7 @@ class GroupCoder:
         self._pos = 0                         # input bytes of the group cut into blocks so far
         self._queue = deque()                 # (start, length) of the current 64 KiB piece's blocks
         self._i = 0                           # blocks so far
-        self._word = codec is not None        # the word model is still tried
+        self._word = codec is not None and first_probe is not False   # the word model is still tried
         self._holding = self._word            # the group's first blocks are held (decided at the hold's end)
         self._held = []                       # (start, part) of the blocks held
         self._plain = _PlainRun()             # the blocks the word model does not code (tracked: every block)
@@ -552,6 +552,8 @@ class GroupCoder:
             else:
                 parts = mixed
             track.parts = None
+            if whole and not any(t == F.BLOCK_BYTE for t, _, _ in parts):
+                self._plain = _PlainRun()     # nothing for a run to code: the group need not be tracked
             for part in parts:
                 self._write(part)
             return
@@ -610,7 +612,7 @@ class FrameEncoder:
             raise ValueError(f"check must be CHECK_NONE or CHECK_CRC32, not {check!r}")
         if get_codec is not None and (not isinstance(model_id, bytes) or len(model_id) != F.MODEL_ID_SIZE):
             raise ValueError("model_id must be 32 bytes")
-        if not 2 * BLOCK_SIZE < group_size <= GROUP_SIZE:
+        if not 2 * CUT_WINDOW <= group_size <= GROUP_SIZE:
             raise ValueError("group_size out of range")
         self._get_codec, self._release_codec = get_codec, release_codec
         self._model_id, self._adapt, self._check = model_id, F.adapt_mode(adapt), check
