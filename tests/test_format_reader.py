@@ -16,7 +16,8 @@ nothing to decode and are not listed (the nomodel ones, binary, one_byte, mixed,
 news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the
-tiny models, and of format 13's default model.  Their paths are covered by others: the context carried over
+tiny models, and of the older formats' default models; format 15's tracked-* vectors (270 KB each; their
+word-model blocks are coded as in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others: the context carried over
 64-KiB blocks and across a byte-model block by format 14's default-model fallback-* and news_64k-* (every mode;
 format 13 differs only in the gap coding, which its other vectors take), and each tiny model's own
 arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every mode by its
@@ -64,6 +65,7 @@ _TWINS = {(v.model, v.adapt, word_payloads(v)) for ver in set(TWIN.values()) for
 VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
            and has_word_blocks(v) and not ((v.model != dflt or ver < nlmcodec.FORMAT_VERSION)
                                            and v.name.startswith(("fallback-", "news_64k-")))   # for time
+           and not v.name.startswith("tracked-")       # for time: 270 KB, word-model blocks like any other
            and not (ver in TWIN and (v.model, v.adapt, word_payloads(v)) in _TWINS)]
 SLOW = {v.key for v in VECTORS if v.name.startswith(("fallback-", "news_64k-"))
         or (v.model in ("tiny-lstm", "tiny-nplm", "tiny-kn") and v.name.startswith(("spelled-", "repeats-")))

@@ -55,6 +55,7 @@ SWITCH_RATIO = 0.95           # a tracked group's block goes to the byte model w
                               # (the word model then misses the block: benchmarks/skip_cost.md)
 BLOCK_SIZE = F.MAX_MODEL_BLOCK     # input bytes per block (the format allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
+TOKEN_CUTS_MAX = 5            # blocks a 64 KiB piece is cut into before token 16,384 at most (max_compressed_size)
 PROBE_SIZE = 16 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
 PROBE_RATIO = 1.25
@@ -823,7 +824,9 @@ class FrameEncoder:
 def max_compressed_size(n: int, group_size: int = GROUP_SIZE) -> int:
     """Upper bound on the frame the encoder writes for an n-byte input (docs/format.md §7.5)."""
     groups = -(-n // (group_size - CUT_WINDOW + 1))
-    blocks = groups + -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
+    # a 64 KiB piece the word model is tried on is cut before token 16,384 (each of at least a byte): at most 5
+    # blocks, each of which may end up stored
+    blocks = groups + TOKEN_CUTS_MAX * -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
     vi = lambda v: len(F.varint(v))
     header = F.HEADER_SIZE + F.MODEL_ID_SIZE
     trailer = 1 + vi(groups) + groups * (vi(group_size) + vi(group_size + (group_size // BLOCK_SIZE + 2) * 7)) \
