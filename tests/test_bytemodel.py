@@ -99,14 +99,15 @@ def test_byte_model_beats_lzma_on_structured_text():
 @pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_runs_over_blocks_and_groups(adapt):
     """A log (the probe rules the word model out at once): byte-model blocks of at most 64 KiB, one run per group
-    (the first block starts it, sized for the group, the others continue it); smaller groups cut the run and
-    the thread count does not change the frame."""
+    (the first block starts it, sized for a plain group, PLAIN_GROUP_FACTOR x the group size, the others continue
+    it); smaller groups cut the run and the thread count does not change the frame."""
     data = log_text(700_000)
     f = nlmcodec.compress(data, adapt=adapt)
     blocks = list(_frame.iter_blocks(f))
     assert {kind for kind, *_ in blocks} == {_frame.BLOCK_BYTE} and len(blocks) > 10
     assert all(size <= _encode.BLOCK_SIZE for _, _, size, _, _ in blocks)
-    assert [payload[0] for *_, payload, _ in blocks] == [_encode.size_class(_encode.GROUP_SIZE)] + [0] * (len(blocks) - 1)
+    plain = _encode.PLAIN_GROUP_FACTOR * _encode.GROUP_SIZE                     # a plain group's run: 8 MiB
+    assert [payload[0] for *_, payload, _ in blocks] == [_encode.size_class(plain)] + [0] * (len(blocks) - 1)
     assert nlmcodec.decompress(f) == data
 
     def frame(threads):
@@ -114,10 +115,10 @@ def test_runs_over_blocks_and_groups(adapt):
         return e.feed(data) + e.finish()
 
     small = frame(1)
-    assert len(nlmcodec.get_frame_info(small).groups) == 3
+    assert len(nlmcodec.get_frame_info(small).groups) == 2                       # plain groups of 512 KiB
     blocks = list(_frame.iter_blocks(small))
     assert {kind for kind, *_ in blocks} == {_frame.BLOCK_BYTE}
-    assert [payload[0] for _, start, _, payload, _ in blocks if start] == [_encode.size_class(256 * 1024)] * 3
+    assert [payload[0] for _, start, _, payload, _ in blocks if start] == [_encode.size_class(512 * 1024)] * 2
     assert {payload[0] for _, start, _, payload, _ in blocks if not start} == {0}
     assert frame(2) == small
     assert nlmcodec.decompress(small) == data
