@@ -1,7 +1,6 @@
 """Public API: pinned names and signatures, model handling, frame info, incremental == one-shot."""
 import inspect
 import lzma
-import random
 
 import pytest
 

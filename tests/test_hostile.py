@@ -2,7 +2,6 @@
 block CRC32 (§7.1) and block limits, model files that fail before anything is allocated from them,
 and (slow, real default model) what forged frames cost: tests/hostile_frames.py."""
 import io
-import random
 import zlib
 import json
 import subprocess

@@ -261,7 +261,8 @@ def _cold_byte_model_below(block, bound: float) -> bool:
 
 
 def _byte_parts_reach(raw, need: int, margin: float) -> bool:
-    """need <= margin x _coded_size(_byte_parts(raw)), for raw of at most one byte-model block (the probe).
+    """need <= margin x the coded size of raw as one fresh byte-model block (stored if that is larger), raw
+    being at most one byte-model block (the probe).
     The byte model stops once its payload alone settles it: a stored block costs at least len(raw), a byte
     block at least its payload plus the block check, so at `cap` payload bytes, the smallest count with
     need <= margin x (cap + BLOCK_CHECK_SIZE), the answer is yes whichever it becomes."""

@@ -222,7 +222,7 @@ class _TracingCodec:
 
     def __init__(self, codec, window):
         self._c = codec
-        self.adapt = codec.adapt      # the mode (encode_group resets the codec with its schedule)
+        self.adapt = codec.adapt      # the mode (GroupCoder resets the codec with its schedule)
         self._c.trace(True)
         self.window = window
         self.enc = None               # the FrameEncoder (its progress = offset of the block being coded)
