@@ -137,7 +137,7 @@ void nlm_codec_free(NlmCodec* c);
  * A frame names its format version and mode; together they fix every option of its word-model blocks.  The
  * one table of what they mean is csrc/codec/formats.h: a C program that reads a frame's header configures a
  * codec with nlm_codec_reset_for and decodes its blocks. */
-#define NLM_FORMAT_VERSION 14 /* the format this build writes */
+#define NLM_FORMAT_VERSION 15 /* the format this build writes */
 #define NLM_FORMAT_OLDEST 13  /* the oldest it reads (formats 1-12: nlmcodec 0.1.0) */
 #define NLM_MODE_STATIC 0     /* no adaptation (a context made with adapt 0) */
 #define NLM_MODE_DYNAMIC 1    /* every part adapts (§6.3-§6.4; a context made with adapt 1) */
@@ -264,6 +264,11 @@ int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len);
 /* Decode one block payload into exactly dst_len bytes: dst_len, or NLM_ERR_CORRUPT (the run is then ended). */
 int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len);
+/* A tracked group (format 15, docs/format.md §7.2): start a run of size class s (10..23, else NLM_ERR_CORRUPT)
+ * with no block; feed it the n bytes of a block it does not code (they are predicted and learnt as if coded).
+ * feed: 0, NLM_ERR_STATE without a run, NLM_ERR_CORRUPT past the run's 2^s bytes (the run is then ended). */
+int nlm_bytecoder_start(NlmByteCoder* b, int s);
+int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n);
 
 #ifdef __cplusplus
 }

@@ -176,3 +176,18 @@ def word_salad(n, seed=1):
     r = np.random.default_rng(seed)
     idx = r.integers(0, len(WORDS), n)
     return " ".join(WORDS[i] for i in idx).encode()
+
+
+def lzma_block_input(seed=5):
+    """61,440 bytes (one block) that lzma -9e codes smaller than the byte model: 4 KiB of noise repeated 15 times
+    with a byte changed every 20 to 80 (lzma's repeat matches go on past a changed byte)."""
+    import random
+
+    r = random.Random(seed)
+    base, out = r.randbytes(4096), bytearray()
+    for _ in range(15):
+        copy = bytearray(base)
+        for j in range(0, len(copy), r.choice([20, 40, 80])):
+            copy[j] = r.randrange(256)
+        out += copy
+    return bytes(out)

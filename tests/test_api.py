@@ -1,13 +1,12 @@
 """Public API: pinned names and signatures, model handling, frame info, incremental == one-shot."""
 import inspect
 import lzma
-import random
 
 import pytest
 
 import nlmcodec
 from nlmcodec import _encode, _frame, _registry
-from conftest import word_salad
+from conftest import lzma_block_input, word_salad
 
 TEXT = word_salad(4000) + b"\nThe End.\n"
 
@@ -18,7 +17,7 @@ def test_all_is_pinned():
         "NLMDecompressor", "NLMError", "NLMFile", "add_model_dir", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
-    assert nlmcodec.FORMAT_VERSION == 14
+    assert nlmcodec.FORMAT_VERSION == 15
     assert (nlmcodec.CHECK_NONE, nlmcodec.CHECK_CRC32) == (0, 1)
     assert nlmcodec.backend in ("cython", "cffi")
     assert isinstance(nlmcodec.__version__, str) and nlmcodec.__version__[0].isdigit()
@@ -137,6 +136,48 @@ def test_incremental_equals_one_shot(tiny_model, adapt, chunk):
         d.decompress(b"x")
 
 
+def _first_output(data, chunk, **kw):
+    """(frame, input bytes fed when the first bytes came out, most input fed between two outputs after that) of
+    an NLMCompressor fed data in pieces of chunk bytes."""
+    c = nlmcodec.NLMCompressor(**kw)
+    out, first, last, gap = [], None, None, 0
+    for i in range(0, len(data), chunk):
+        o = c.compress(data[i:i + chunk])
+        if o:
+            fed = min(len(data), i + chunk)
+            first = fed if first is None else first
+            gap = max(gap, fed - last) if last is not None else gap
+            last = fed
+        out.append(o)
+    out.append(c.flush())
+    return b"".join(out), first, gap
+
+
+@pytest.mark.parametrize("adapt", [False, "heads"], ids=["static", "heads"])
+def test_output_as_it_is_made(tiny_model, adapt):
+    """Issue 43: the compressor returns blocks as they are decided, not a group at a time: fed 1 MiB of text in
+    16 KiB pieces, the first bytes come out before 256 KiB have gone in and then at least every 192 KiB (a 64
+    KiB block is decided once the next 64 KiB are in), with one thread or two; the frame is compress()'s."""
+    data = (TEXT * 300)[:1 << 20]
+    one = nlmcodec.compress(data, model=tiny_model, adapt=adapt)
+    for threads in (1, 2):
+        frame, first, gap = _first_output(data, 16 << 10, model=tiny_model, adapt=adapt, threads=threads)
+        assert frame == one and first < 256 << 10 and gap <= 192 << 10, (threads, first, gap)
+
+
+@pytest.mark.slow
+def test_output_as_it_is_made_default_model():
+    """Issue 43's figure: 6 MiB of English fed in 16 KiB pieces to NLMCompressor() (the default models, the
+    default mode): bytes come out before 256 KiB of input, and the frame equals compress()'s."""
+    import corpus_cache as cc
+
+    data = b"".join(cc.read(cc.find(n)) for n in ("book1", "book2", "lcet10.txt", "plrabn12.txt", "news"))
+    data = (data + cc.read(cc.find("dickens")))[:6 << 20]
+    frame, first, gap = _first_output(data, 16 << 10)
+    assert first < 256 << 10 and gap <= 192 << 10, (first, gap)
+    assert frame == nlmcodec.compress(data) and len(nlmcodec.get_frame_info(frame).groups) == 2
+
+
 def test_block_split_independent_of_chunking():
     data = (b"line of text " * 7 + b"\n") * 40000          # 3.6 MB, several blocks
     frames = set()
@@ -172,7 +213,7 @@ def test_concatenated_frames(tiny_model):
 
 
 def test_lzma_block_is_documented_raw_lzma2():
-    data = random.Random(1).randbytes(4096) * 50     # long exact repeats: lzma beats the byte model here
+    data = lzma_block_input()                        # lzma beats the byte model on it
     e = _encode.FrameEncoder(None, None, None, False, 0)
     f = e.feed(data) + e.finish()
     info = nlmcodec.get_frame_info(f)

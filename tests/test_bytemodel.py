@@ -98,20 +98,28 @@ def test_byte_model_beats_lzma_on_structured_text():
 
 @pytest.mark.parametrize("adapt", [False, True, "heads"])
 def test_runs_over_blocks_and_groups(adapt):
+    """A log (the probe rules the word model out at once): byte-model blocks of at most 64 KiB, one run per group
+    (the first block starts it, sized for a plain group, PLAIN_GROUP_FACTOR x the group size, the others continue
+    it); smaller groups cut the run and the thread count does not change the frame."""
     data = log_text(700_000)
     f = nlmcodec.compress(data, adapt=adapt)
-    kinds = [b.kind for b in nlmcodec.get_frame_info(f).blocks]
-    assert kinds == ["byte"] * 3                          # 256 KiB + 256 KiB + the rest, one run
+    blocks = list(_frame.iter_blocks(f))
+    assert {kind for kind, *_ in blocks} == {_frame.BLOCK_BYTE} and len(blocks) > 10
+    assert all(size <= _encode.BLOCK_SIZE for _, _, size, _, _ in blocks)
+    plain = _encode.PLAIN_GROUP_FACTOR * _encode.GROUP_SIZE                     # a plain group's run: 8 MiB
+    assert [payload[0] for *_, payload, _ in blocks] == [_encode.size_class(plain)] + [0] * (len(blocks) - 1)
     assert nlmcodec.decompress(f) == data
-    # the cut into groups and the thread count do not change the frame
+
     def frame(threads):
         e = _encode.FrameEncoder(None, None, None, adapt, _frame.CHECK_CRC32, threads, group_size=256 * 1024)
         return e.feed(data) + e.finish()
 
     small = frame(1)
-    info = nlmcodec.get_frame_info(small)
-    # groups without word-model blocks are coded together (one group, one run), whatever the group size
-    assert len(info.groups) == 1 and [b.kind for b in info.blocks] == ["byte"] * 3 and small == f
+    assert len(nlmcodec.get_frame_info(small).groups) == 2                       # plain groups of 512 KiB
+    blocks = list(_frame.iter_blocks(small))
+    assert {kind for kind, *_ in blocks} == {_frame.BLOCK_BYTE}
+    assert [payload[0] for _, start, _, payload, _ in blocks if start] == [_encode.size_class(512 * 1024)] * 2
+    assert {payload[0] for _, start, _, payload, _ in blocks if not start} == {0}
     assert frame(2) == small
     assert nlmcodec.decompress(small) == data
     assert nlmcodec.decompress(small, threads=2) == data
@@ -158,7 +166,7 @@ def test_the_encoders_capped_estimates_answer_as_the_full_ones(text):
     """The encoder's two byte-model estimates (_encode._cold_byte_model_below, _byte_parts_reach) stop the
     model early; their answers are those of the full coding for every bound around its size."""
     payload = ByteCoder().encode_block(text, len(text))
-    coded = _encode._coded_size(_encode._byte_parts(text))
+    coded = _encode._coded_size([_encode._byte_part(text, payload)])
     for bound in sorted({1, len(payload) - 1, len(payload), len(payload) + 0.5, len(payload) + 1, 1.2 * len(payload),
                          len(payload) / 1.2, 2 * len(payload)}):
         assert _encode._cold_byte_model_below(text, bound) == (len(payload) < bound), bound
@@ -196,21 +204,26 @@ def test_frame_errors_name_the_block():
 
 
 def test_block_that_would_expand_is_stored_and_a_new_run_starts():
-    """The format allows no payload larger than its block: a 1-byte tail, or a block of noise inside a
-    run, is stored, and the byte-model block after it starts a new run (found by tests/test_cli.py: a
-    file that grew while it was compressed)."""
-    tail = log_text(_frame.MAX_BYTE_BLOCK) + b"x"
-    f = nlmcodec.compress(tail)
-    assert [(b.kind, b.size) for b in nlmcodec.get_frame_info(f).blocks] == [("byte", _frame.MAX_BYTE_BLOCK),
-                                                                             ("stored", 1)]
-    assert nlmcodec.decompress(f) == tail
+    """The format allows no payload larger than its block: a 1-byte block, or a block of noise inside a run, is
+    stored, and in an untracked group the byte-model block after it starts a new run (found by
+    tests/test_cli.py: a file that grew while it was compressed); a tracked run goes on over it."""
+    run = _encode._PlainRun()
+    log = log_text(_encode.BLOCK_SIZE)
+    assert run.code(log, 1 << 20)[0] == _frame.BLOCK_BYTE
+    assert run.code(b"x", 1)[0] == _frame.BLOCK_STORED
+    kind, _, payload = run.code(log, 1 << 20)
+    assert kind == _frame.BLOCK_BYTE and payload[0] == _encode.size_class(1 << 20)       # a new run
+    tracked = _encode._PlainRun(track=20)
+    assert [tracked.code(b, 0)[0] for b in (log, b"x", log)] == [_frame.BLOCK_BYTE, _frame.BLOCK_STORED,
+                                                                 _frame.BLOCK_BYTE]
     mixed = log_text(_frame.MAX_BYTE_BLOCK) + random.Random(2).randbytes(_frame.MAX_BYTE_BLOCK) + log_text(100_000, 9)
     f = nlmcodec.compress(mixed)
-    blocks = nlmcodec.get_frame_info(f).blocks
-    assert [b.kind for b in blocks] == ["byte", "stored", "byte"]
-    assert all(b.compressed_size <= b.size for b in blocks)
-    (_, _, _, payload, _) = list(_frame.iter_blocks(f))[2]
-    assert payload[0] != 0                               # a new run, not a continuation
+    blocks = list(_frame.iter_blocks(f))
+    kinds = [kind for kind, *_ in blocks]
+    assert _frame.BLOCK_STORED in kinds and kinds[0] == kinds[-1] == _frame.BLOCK_BYTE
+    assert all(len(payload) <= size for _, _, size, payload, _ in blocks)
+    after = [i for i in range(1, len(kinds)) if kinds[i] == _frame.BLOCK_BYTE and kinds[i - 1] == _frame.BLOCK_STORED]
+    assert after and all(blocks[i][3][0] != 0 for i in after)                 # new runs, not continuations
     assert nlmcodec.decompress(f) == mixed
 
 

@@ -244,14 +244,14 @@ def test_explain_plain_blocks(tiny):
 def test_byte_blocks_bits_per_piece(tiny):
     # byte-model blocks are not one uniform grey: their bits are measured per BYTE_PIECE bytes by coding the
     # run again in pieces, and still add up to each block's payload
-    data = CSV_ROWS * 4                                    # 324 KB: two byte-model blocks of one run
+    data = CSV_ROWS * 4                                    # 324 KB: byte-model blocks of one run
     e = nlmcodec.explain(data, model=tiny)
-    assert [b.kind for b in e.blocks] == ["byte", "byte"], e.blocks
+    assert {b.kind for b in e.blocks} == {"byte"} and len(e.blocks) >= 5, e.blocks
     _check_explanation(e, data, tiny, e.adapt)
     r = e.records
     first = r[r["block"] == 0]
     bpb = first["total"][first["len"] > 0] / first["len"][first["len"] > 0]
-    assert np.std(bpb) > 0.2 * np.mean(bpb), "uniform bits over a byte-model block"
+    assert np.std(bpb) > 0.1 * np.mean(bpb), "uniform bits over a byte-model block"
     # within one piece the bits per byte are the piece's: tokens inside the first piece all have one rate
     inside = (first["off"] + first["len"] <= _explain.BYTE_PIECE) & (first["len"] > 0)
     rates = first["total"][inside] / first["len"][inside]

@@ -194,40 +194,61 @@ def _counting_codec(model, adapt, version=None):
 # The encoder's rules below were set with format 13 and default-2 (docs/decisions/byte-model-alongside.md,
 # probe-margin.md) and are tested there: on news and zlib-source.c format 14's gap mixer makes the word model good
 # enough that these rules rightly no longer end it (zlib-source.c is a word-model file in heads mode now,
-# benchmarks/byte_targets.md), so the inputs that show the rules working are format 13's.
+# benchmarks/byte_targets.md), so the inputs that show the rules working are format 13's (the word model's
+# blocks are format 13's; the tests look at the group's blocks, which use no word-model block).
 RULES_FORMAT = 13
+
+
+def _one_group(codec, model, adapt, data):
+    """data coded as one group by a GroupCoder (the whole input): (coder, frame, blocks as (kind, start, size,
+    payload)); the frame round-trips when it has no word-model block."""
+    F = _encode.F
+    g = _encode.GroupCoder(codec)
+    g.close(data, only=True)
+    body = g.take()
+    frame = F.header(adapt, nlmcodec.CHECK_CRC32, model.model_id) + body + \
+        F.trailer([(g.size, g.coded_size)], len(data), nlmcodec.CHECK_CRC32, F.crc32(data))
+    blocks = [(kind, start, size, payload) for kind, start, size, payload, _ in F.iter_blocks(frame)]
+    if not g.used:
+        assert nlmcodec.decompress(frame) == data
+    return g, frame, blocks
 
 
 @pytest.mark.slow
 def test_byte_model_alongside_ends_the_word_model_early(default_model):
-    """news (Calgary), static: the byte model, coded alongside from the first block, is ahead of the word
-    model after EARLY_MIN bytes, so the word model codes no more of the group than that (and the probe): the
-    frame is the byte model's, and the word model was asked for at most EARLY_MIN / BLOCK_SIZE + 1 blocks.
-    (Not dynamic mode: there the word model wins news.)  default-2, the model these rules were set with: the
-    technical default-3 beats the byte model on news in static mode too."""
+    """news (Calgary), static: the byte model runs alongside from the first block (TRACK_RATIO), so the group
+    is tracked (docs/format.md §7.2); the word model keeps the blocks it wins, and once the byte model, which
+    has learnt every byte, is ahead over EARLY_MIN bytes of blocks both coded, the word model is not tried on
+    the rest of the group: its blocks come first, then only byte-model blocks, and it never codes the group's
+    last blocks.  (Not dynamic mode: there the word model wins news.)  default-2, the model these rules were
+    set with."""
     data = cc.read(cc.find("news"))
-    codec, calls = _counting_codec(nlmcodec.load_model("default-2"), False, RULES_FORMAT)
-    blob, used, parts = _encode.encode_group(codec, data, True)
-    assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
-    blocks = [n for n in calls if n > _encode.PROBE_SIZE]          # the probe codes at most 16 KiB
-    assert len(blocks) <= _encode.EARLY_MIN // B + 1 and sum(blocks) < 3 * _encode.EARLY_MIN, calls
-    assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))
+    model = nlmcodec.load_model("default-2")
+    codec, calls = _counting_codec(model, False, RULES_FORMAT)
+    g, frame, blocks = _one_group(codec, model, False, data)
+    kinds = [k for k, *_ in blocks]
+    assert blocks[0][1] == _encode.size_class(_encode.GROUP_SIZE)       # a tracked group
+    first_byte = kinds.index(_encode.F.BLOCK_BYTE)
+    assert first_byte > 0 and set(kinds[:first_byte]) == {_encode.F.BLOCK_MODEL}
+    assert set(kinds[first_byte:]) == {_encode.F.BLOCK_BYTE}
+    assert {p[0] for k, s, _, p in blocks if k == _encode.F.BLOCK_BYTE} == {0}          # the group's run
+    tried = sum(calls) - calls[0]                                    # calls[0]: the probe of the first 16 KiB
+    assert calls[0] <= _encode.PROBE_SIZE and tried <= len(data) - blocks[-1][2], calls    # not the last block
 
 
 @pytest.mark.slow
-def test_byte_model_far_ahead_ends_the_word_model_after_one_block(default_model, monkeypatch):
+def test_byte_model_far_ahead_ends_the_word_model_at_the_hold(default_model, monkeypatch):
     """zlib-source.c (ood), dynamic, with the probe turned off (it rules the word model out of this file at
     once): a fresh byte model is within TRACK_RATIO of the word model on the first block, so it codes the
-    group alongside, and over its first EARLY_MIN bytes it is far ahead (EARLY_STRONG) of the word model's
-    first block, so the word model codes no second block (before _byte_ahead's far-ahead rule it coded five, at
-    dynamic-mode speed).  The frame is the byte model's, and it round-trips."""
-    monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
+    group alongside; at the hold's end it is ahead, so the word model codes no block after the hold (in one
+    pass the word model codes the hold's blocks: the byte model's verdict comes after them).  The group is
+    the byte model's, and the file round-trips."""
+    monkeypatch.setattr(_encode, "_probe_says_model", lambda codec, block: True)
     data = cc.read(cc.find("zlib-source.c"))
     codec, calls = _counting_codec(default_model, True, RULES_FORMAT)
-    blob, used, parts = _encode.encode_group(codec, data, True)
-    assert blob is None and not used and {t for t, _, _ in parts} == {_encode.F.BLOCK_BYTE}
-    assert len(calls) == 1 and calls[0] > _encode.PROBE_SIZE, calls
-    assert _encode._coded_size(parts) == _encode._coded_size(_encode._plain(data))
+    g, frame, blocks = _one_group(codec, default_model, True, data)
+    assert not g.used and blocks[0][1] > 1 and {k for k, *_ in blocks} == {_encode.F.BLOCK_BYTE}
+    assert sum(calls) <= _encode.HOLD + B, calls                    # the hold's blocks (the probe is off)
     assert nlmcodec.decompress(nlmcodec.compress(data, model=default_model)) == data
 
 
@@ -269,16 +290,15 @@ def test_frozen_dynamic_context_codes_as_static(tiny_model, schedule):
 def test_frozen_probe_rules_the_word_model_out_of_code(default_model):
     """zlib-source.c (ood), dynamic: the probe codes without adapting, at static-mode speed, and its payload
     is not smaller than a fresh byte model's, so no block is coded by the word model (before the frozen probe
-    and the far-ahead rule it coded five blocks, at dynamic-mode speed).  The frame is the byte model's.
-    default-2, the model the margin was set with: default-3 codes C comments well enough to pass the probe,
-    and the far-ahead rule then ends its attempt after one block (the test above), at the same frame."""
+    and the far-ahead rule it coded five blocks, at dynamic-mode speed).  The group is plain from its first
+    block: an untracked run of byte-model blocks, written as they are coded.  default-2, the model the margin
+    was set with: default-3 codes C comments well enough to pass the probe."""
     data = cc.read(cc.find("zlib-source.c"))
     model = nlmcodec.load_model("default-2")
     codec, calls = _counting_codec(model, True, RULES_FORMAT)
-    blob, used, parts = _encode.encode_group(codec, data, True)
-    assert blob is None and not used and parts is None        # a plain group, coded by the caller
+    g, frame, blocks = _one_group(codec, model, True, data)
+    assert not g.used and {k for k, *_ in blocks} == {_encode.F.BLOCK_BYTE} and blocks[0][1] == 1
     assert len(calls) == 1 and calls[0] <= _encode.PROBE_SIZE, calls
-    assert {t for t, _, _ in _encode._plain(data)} == {_encode.F.BLOCK_BYTE}   # ... as byte-model blocks
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh", "after_a_block"])

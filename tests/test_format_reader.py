@@ -1,6 +1,9 @@
 """test_format_reader.py: docs/format.md §1–§6 and §9 are complete: tests/format_reader.py, a second reader
 written from that text alone (numpy float32 and Python integers, no code shared with csrc/), decodes the
-word-model blocks of the golden vectors of formats 13 and 14 (codec/vectors/vectorset.py) to the vectors' bytes.
+word-model blocks of the golden vectors of formats 13, 14 and 15 (codec/vectors/vectorset.py) to the vectors' bytes.
+Format 15's word-model blocks are format 14's (it changed the encoder and the byte model's tracked groups, §7.2,
+which this reader does not read): a format-14 vector whose word-model blocks a format-15 vector of the same model
+and mode holds byte for byte is decoded once, as the format-15 vector.
 
 Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
 the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the
@@ -13,7 +16,8 @@ nothing to decode and are not listed (the nomodel ones, binary, one_byte, mixed,
 news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the
-tiny models, and of format 13's default model.  Their paths are covered by others: the context carried over
+tiny models, and of the older formats' default models; format 15's tracked-* vectors (270 KB each; their
+word-model blocks are coded as in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others: the context carried over
 64-KiB blocks and across a byte-model block by format 14's default-model fallback-* and news_64k-* (every mode;
 format 13 differs only in the gap coding, which its other vectors take), and each tiny model's own
 arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every mode by its
@@ -44,7 +48,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("NLMCODEC_BACKEND") == "cffi",
                                 reason="binding-independent: run in the Cython lane")
 
 TINY = ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn")
-DEFAULT_OF = {13: "default-2", 14: "default-3"}       # the default model each format's vectors were made with
+DEFAULT_OF = {13: "default-2", 14: "default-3", 15: "default-3"}   # the default model of each format's vectors
+TWIN = {14: 15}                                      # formats whose word-model blocks decode alike (§7.1)
 MODES = (False, True, "heads")
 
 
@@ -52,9 +57,16 @@ def has_word_blocks(v):
     return any(kind == 2 for _, kind, _, _ in word_blocks(v.frame())[1])
 
 
+def word_payloads(v):
+    return tuple((size, payload) for _, kind, size, payload in word_blocks(v.frame())[1] if kind == 2)
+
+
+_TWINS = {(v.model, v.adapt, word_payloads(v)) for ver in set(TWIN.values()) for v in VS.ok_vectors(ver)}
 VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
            and has_word_blocks(v) and not ((v.model != dflt or ver < nlmcodec.FORMAT_VERSION)
-                                           and v.name.startswith(("fallback-", "news_64k-")))]   # for time
+                                           and v.name.startswith(("fallback-", "news_64k-")))   # for time
+           and not v.name.startswith("tracked-")       # for time: 270 KB, word-model blocks like any other
+           and not (ver in TWIN and (v.model, v.adapt, word_payloads(v)) in _TWINS)]
 SLOW = {v.key for v in VECTORS if v.name.startswith(("fallback-", "news_64k-"))
         or (v.model in ("tiny-lstm", "tiny-nplm", "tiny-kn") and v.name.startswith(("spelled-", "repeats-")))
         or v.format_version < nlmcodec.FORMAT_VERSION}      # a frozen older format: the slow lane
@@ -71,7 +83,7 @@ def reader_for(model, adapt):
     return _readers[model]
 
 
-@pytest.mark.parametrize("version", sorted(DEFAULT_OF))
+@pytest.mark.parametrize("version", sorted(set(DEFAULT_OF) - set(TWIN)))
 def test_there_are_vectors_of_every_model_and_mode(version):
     dflt = DEFAULT_OF[version]
     vecs = [v for v in VECTORS if v.format_version == version]

@@ -19,7 +19,8 @@ import vectorset as VS  # noqa: E402
 # The format policy (docs/format.md): a released format's vectors never change.  Each frozen format's manifest
 # entries (every frame's and input's SHA-256 included) hash to this; a new format adds its own line.
 FROZEN = {13: "615bd8699ee29f9d140fc678cb855761d0fbf89908726d60e684cb082cb4abb4",
-          14: "682dd1c49dbbee0b248d72132837095eb5381040f217a26651aa73bfacdfebe6"}
+          14: "682dd1c49dbbee0b248d72132837095eb5381040f217a26651aa73bfacdfebe6",
+          15: "03fe664a9fddff5057bab46610158d5c1371da8c1cd0195d9509579bb416a68e"}
 
 OK = VS.ok_vectors()
 ERRORS = VS.error_vectors()
@@ -47,7 +48,7 @@ def test_every_file_is_what_the_manifest_says():
 
 def test_vectors_cover_every_model_type_mode_and_path():
     """Per model type (docs/format.md §2.4) a word-model frame in each mode; the fallback, the byte model, the
-    Kneser-Ney mixture, a frame without a check, concatenated frames; well under 500 files."""
+    Kneser-Ney mixture, a frame without a check, concatenated frames; under 250 files per format."""
     have = set()
     for v in OK:
         if v.model and any(b.kind == "model" for b in nlmcodec.get_frame_info(v.frame()).blocks):
@@ -55,10 +56,18 @@ def test_vectors_cover_every_model_type_mode_and_path():
     assert have == {(a, d) for a in ("elman", "lstm", "nplm") for d in (False, True, "heads")}
     names = {v.name for v in OK}
     for n in ("fallback-default-2-heads", "log_270k-nomodel-static", "alice_4k-tiny-kn-heads",
-              "short_english-nomodel-nocheck", "concat-nomodel"):
+              "short_english-nomodel-nocheck", "concat-nomodel", "tracked-default-3-static"):
         assert n in names, n
+    # format 15's tracked groups (docs/format.md §7.2): one of word-model and byte-model blocks, one of byte-model
+    # blocks only
+    tracked = {v.name: list(_frame.iter_blocks(v.frame())) for v in OK if v.format_version == 15
+               and v.name in ("tracked-default-3-static", "tracked-tiny-static")}
+    assert all(blocks[0][1] > 1 for blocks in tracked.values())
+    assert {k for k, *_ in tracked["tracked-default-3-static"]} == {_frame.BLOCK_MODEL, _frame.BLOCK_BYTE}
+    assert {k for k, *_ in tracked["tracked-tiny-static"]} == {_frame.BLOCK_BYTE}
     assert len(ERRORS) >= 25
-    assert sum(1 for p in VEC.rglob("*") if p.is_file()) < 500
+    for version in _frame.READ_VERSIONS:              # each format's vectors: a couple of hundred files, not thousands
+        assert sum(1 for p in (VEC / f"v{version}").rglob("*") if p.is_file()) < 250, version
 
 
 @pytest.mark.parametrize("vec", OK, ids=lambda v: v.key)
@@ -77,8 +86,15 @@ def test_ok_vector_reencodes(vec):
     if vec.model is None:
         e = _encode.FrameEncoder(None, None, None, vec.adapt, vec.check)
         assert _frame.same_frame(e.feed(raw) + e.finish(), frame)       # lzma blocks compared by decoding
-        # with the default model: the same frame, unless the word model wins a block
+        # with the default model: the same frame, unless the word model wins a block; the header names the model
+        # when the input is over HEADER_WAIT (docs/format.md §7.4)
         out = nlmcodec.compress(raw, adapt=vec.adapt, check=vec.check)
+        if len(raw) > _encode.HEADER_WAIT:
+            info = nlmcodec.get_frame_info(out)
+            assert info.model_id is not None
+            if not any(b.kind == "model" for b in info.blocks):
+                h = _frame.header(vec.adapt, vec.check, None)
+                out = h + out[len(h) + _frame.MODEL_ID_SIZE:]
         if not _frame.same_frame(out, frame):
             assert len(out) < len(frame)
             assert any(b.kind == "model" for b in nlmcodec.get_frame_info(out).blocks)

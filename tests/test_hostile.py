@@ -2,7 +2,6 @@
 block CRC32 (§7.1) and block limits, model files that fail before anything is allocated from them,
 and (slow, real default model) what forged frames cost: tests/hostile_frames.py."""
 import io
-import random
 import zlib
 import json
 import subprocess
@@ -52,7 +51,7 @@ def test_max_output_streaming_stops_before_the_block_that_crosses(tiny_model, mo
 
     # the tiny model wins this salad only by adapting: the encoder's probe, which codes without adapting, would
     # rule it out, so the probe is turned off to get word-model blocks (what this test is about)
-    monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
+    monkeypatch.setattr(_encode, "_probe_says_model", lambda codec, block: True)
 
     data = word_salad(40_000)                          # about 190 KB: three word-model blocks or more
     blob = nlmcodec.compress(data, model=tiny_model, adapt=True)   # (static: the byte model wins this salad)
@@ -109,7 +108,7 @@ def test_encoder_never_writes_blocks_over_the_limit(tiny_model, monkeypatch):
 
     # the tiny model wins this salad only by adapting: the encoder's probe, which codes without adapting, would
     # rule it out, so the probe is turned off to get word-model blocks (what this test is about)
-    monkeypatch.setattr(_encode, "PROBE_MIN_LEFT", 1 << 40)
+    monkeypatch.setattr(_encode, "_probe_says_model", lambda codec, block: True)
 
     data = word_salad(30_000)
     for adapt in (False, True):
@@ -198,7 +197,9 @@ def test_same_frame_compares_lzma_blocks_by_decoding():
     as another liblzma version might) is the same frame; any other difference is not."""
     from nlmcodec import _encode
 
-    raw = random.Random(5).randbytes(4096) * 50       # long exact repeats: lzma beats the byte model
+    from conftest import lzma_block_input
+
+    raw = lzma_block_input()                          # lzma beats the byte model on it (one block)
     e = _encode.FrameEncoder(None, None, None, False, F.CHECK_CRC32)
     a = e.feed(raw) + e.finish()
     (kind, _, size, payload, _), = F.iter_blocks(a)
@@ -274,16 +275,18 @@ def flipped(i):
     return f[:k] + bytes([f[k] ^ (1 << r.randrange(8))]) + f[k + 1:]   # one bit flipped in a block
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2 ** 20
-fails, pooled, marks = 0, [], {}
+fails, harmless, wrong, pooled, marks = 0, 0, 0, [], {}
 for i in range(1300):
     try:
-        nlmcodec.decompress(truncated(i) if i < 300 or i % 2 else flipped(i))
+        out = nlmcodec.decompress(truncated(i) if i < 300 or i % 2 else flipped(i))
+        harmless += out == text
+        wrong += out != text
     except nlmcodec.NLMError:
         fails += 1
     pooled.append(sum(len(v) for v in _registry.codec_pool.values()))
     if i in (29, 299, 599, 1299):
         marks[i] = rss()
-print(json.dumps({"fails": fails, "max_pooled": max(pooled), "min_pooled_late": min(pooled[30:]),
+print(json.dumps({"fails": fails, "harmless": harmless, "wrong": wrong, "max_pooled": max(pooled), "min_pooled_late": min(pooled[30:]),
                   "truncated_growth_mb": marks[299] - marks[29], "mixed_growth_mb": marks[1299] - marks[599]}))
 """
 
@@ -291,7 +294,7 @@ print(json.dumps({"fails": fails, "max_pooled": max(pooled), "min_pooled_late": 
 def test_damaged_frames_give_their_codecs_back(tmp_path):
     """Issue 42: a truncated frame kept its codec out of the pool, and every call built a new one (200 calls:
     +1 GB RSS).  300 truncated frames of the default model in the three modes, then 1,000 truncated or bit-flipped
-    ones, each fail with NLMError; their codecs go back to the pool every time (one per mode from the first calls
+    ones, each fail with NLMError (or, a flip no check can see, decode right); their codecs go back to the pool every time (one per mode from the first calls
     on, never more than its bound); the RSS grows by at most 40 MB over the truncated calls after the first 30,
     and over the last 700 calls (a codec that decoded a damaged block keeps the tables it grew, once)."""
     src = tmp_path / "text.txt"
@@ -299,6 +302,8 @@ def test_damaged_frames_give_their_codecs_back(tmp_path):
     r = subprocess.run([sys.executable, "-c", DAMAGED_CHILD, str(src)], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    assert res["fails"] == 1300, res
+    # a flip is harmless only where no check could see it and the output is right all the same: the track bits of
+    # a word-model group's first block (format 15, docs/format.md §7.2) making it tracked, with a run large enough
+    assert res["wrong"] == 0 and res["fails"] + res["harmless"] == 1300 and res["harmless"] <= 5, res
     assert res["min_pooled_late"] >= 3 and res["max_pooled"] <= _registry.POOL_PER_KEY * _registry.POOL_KEYS, res
     assert res["truncated_growth_mb"] <= 40 and res["mixed_growth_mb"] <= 40, res

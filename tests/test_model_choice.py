@@ -78,9 +78,10 @@ def test_the_probe_is_spread_over_the_window():
     lines = b"".join(b"line %06d of the text\n" % i for i in range(40_000))      # 920,000 bytes
     head = _encode.choice_head(lines, pieces=4, piece=4096, window=800_000)
     n = 800_000
-    for i in range(4):                      # each piece: whole lines from i * n / 4 on
-        start = lines.index(b"\n", i * n // 4) + 1 if i else 0
+    for i in range(4):                      # each piece: whole lines from (i + 1) * (n - 4096) / 4 on: the last ends
+        start = lines.index(b"\n", (i + 1) * (n - 4096) // 4) + 1        # at the window's end, none starts at 0
         assert lines[start:start + 100] in head
+    assert lines[:100] not in head
     assert len(head) <= 4 * 4096 and head.endswith(b"\n")
     assert _encode.choice_head(lines[:16_000], pieces=4, piece=4096, window=800_000) == lines[:16_000]
     assert _encode.choice_head(lines, window=800_000) == _encode.choice_head(lines[:800_000], window=800_000)

@@ -134,6 +134,20 @@ def log_input():
     return bytes(out)
 
 
+def tracked_input():
+    """Calgary news' first 120,000 bytes, a log, alice29.txt prose, the log again (270,000 bytes): the byte model
+    runs alongside the word model from the first block, and in static mode the default model's group is a
+    tracked group (format 15, docs/format.md §7.2) of word-model and byte-model blocks; the tiny model's is a
+    tracked group of byte-model blocks.  None without the corpus."""
+    from nlmcodec._bench import corpus_dir
+    a, root = _alice_full(), corpus_dir()
+    p = Path(root, "bench", "calgary", "news") if root else None
+    if a is None or p is None or not p.exists():
+        return None
+    log = log_input()
+    return p.read_bytes()[:120_000] + log[:70_000] + a[20000:60000] + log[100_000:140_000]
+
+
 def fallback_input():
     """Text, then a run of tabs that fills whole 64 KiB blocks (a run over 65,535 bytes, which the word
     model refuses), then text: word-model blocks on both sides of refused blocks."""
@@ -169,7 +183,9 @@ def ok_vectors():
                 {"model": None, "adapt": None, "check": 1, "reencode": False, "frames": 2}))
     log = log_input()
     f = nomodel_frame(log, False)
-    assert [b.kind for b in nlmcodec.get_frame_info(f).blocks] == ["byte", "byte"]
+    runs = [(kind, payload[0]) for kind, _, _, payload, _ in _frame.iter_blocks(f)]
+    assert runs == [(_frame.BLOCK_BYTE, _encode.size_class(_encode.PLAIN_GROUP_FACTOR * _encode.GROUP_SIZE))] + \
+        [(_frame.BLOCK_BYTE, 0)] * (len(runs) - 1), runs                  # one run over the group's blocks
     out.append((f"log_270k-nomodel-static", log, f,
                 {"model": None, "adapt": False, "check": 1, "reencode": True}))
     # tiny-lstm, tiny-nplm: the other model types (docs/format.md §2.4); tiny-kn: the Kneser-Ney mixture (§2.5);
@@ -178,6 +194,8 @@ def ok_vectors():
         m = nlmcodec.load_model(model_name)
         tag = model_name
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
+        if model_name in ("tiny", NEWEST_DEFAULT) and tracked_input() is not None:
+            cases["tracked"] = tracked_input()
         for mode, adapt in MODES:
             for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
@@ -250,6 +268,7 @@ def error_vectors():
         handmade_model_frame(tiny.model_id, c.encode_block(dots), len(dots), zlib.crc32(dots)),
         "corrupt payload")
     v.update(byte_error_vectors())
+    v.update(tracked_error_vectors())
     return v
 
 
@@ -298,6 +317,51 @@ def byte_error_vectors():
     big = _frame.MAX_BYTE_BLOCK + 1
     v["byte_block_too_large"] = (_byte_frame([(True, big, b"\x17" + b"\x00" * 8, 0)]),
                                  f"byte block 0 larger than {_frame.MAX_BYTE_BLOCK} bytes")
+    return v
+
+
+def _tracked_frame(blocks, version=None, raw=b"") -> bytes:
+    """A frame (no model id) of one group [(kind, type bits 3-7, size, payload, crc or None)]: the first block
+    starts the group; raw: its decoded bytes (for the content check)."""
+    body = b""
+    for i, (kind, track, size, payload, crc) in enumerate(blocks):
+        t = kind | (_frame.TYPE_GROUP_START if i == 0 else 0) | track << _frame.TYPE_TRACK_SHIFT
+        body += bytes([t]) + _frame.varint(size) + _frame.varint(len(payload)) + payload
+        body += crc.to_bytes(_frame.BLOCK_CHECK_SIZE, "little") if crc is not None else b""
+    total = sum(size for _, _, size, _, _ in blocks)
+    h = bytearray(_frame.header(False, _frame.CHECK_CRC32, None))
+    if version is not None:
+        h[4] = version
+        h[-4:] = zlib.crc32(h[:-4]).to_bytes(4, "little")
+    return bytes(h) + body + _frame.trailer([(total, len(body))], total, _frame.CHECK_CRC32, zlib.crc32(raw))
+
+
+def tracked_error_vectors():
+    """Forged tracked groups (format 15, docs/format.md §7.2): a stored block that starts a tracked group with
+    a run of 2^10 bytes, then a byte-model block that continues the run (valid), and its damaged variants."""
+    from nlmcodec._core import ByteCoder
+
+    text = ENGLISH * 6                                    # 900 bytes
+    a, b = text[:300], text[300:600]
+    bc = ByteCoder()
+    bc.start_run(10)
+    bc.feed(a)
+    pb = bc.encode_block(b, 0)
+    stored = (_frame.BLOCK_STORED, 10, len(a), a, None)
+    byte = (_frame.BLOCK_BYTE, 0, len(b), pb, zlib.crc32(b))
+    ok = _tracked_frame([stored, byte], raw=a + b)
+    assert nlmcodec.decompress(ok) == a + b
+    v = {}
+    v["tracked_byte_block_starts_run"] = (
+        _tracked_frame([stored, (_frame.BLOCK_BYTE, 0, len(b), b"\x0a" + pb[1:], zlib.crc32(b))]),
+        "starts a run inside a tracked group")
+    v["tracked_run_overflow"] = (_tracked_frame([stored, (_frame.BLOCK_STORED, 0, 800, text[:800], None)]),
+                                 "past the byte-model run's size")
+    v["track_bits_without_group_start"] = (_tracked_frame([stored, (_frame.BLOCK_BYTE, 10, len(b), pb, zlib.crc32(b))]),
+                                           "block 1 has unknown type")
+    v["track_class_out_of_range"] = (_tracked_frame([(_frame.BLOCK_STORED, 9, len(a), a, None)]),
+                                     "block 0 has unknown type")
+    v["track_bits_in_format_14"] = (_tracked_frame([stored, byte], version=14, raw=a + b), "block 0 has unknown type")
     return v
 
 

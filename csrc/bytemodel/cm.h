@@ -64,6 +64,11 @@ void cm_logistic_tables(int16_t* squash_t, int16_t* stretch_t);
  * negative NLM_ERR_*; NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */
 int cm_code(CmModel* m, Rc* rc, uint8_t* buf, size_t n);
 
+/* Predict and learn buf[0..n) exactly as cm_code codes them, without a coder: the bytes of a tracked group's
+ * other blocks (docs/format.md §7.2, format 15).  Returns 0 or NLM_ERR_CORRUPT when the run would exceed
+ * 2^size bytes. */
+int cm_learn_block(CmModel* m, const uint8_t* buf, size_t n);
+
 /* Measurement only (nlm_lab.h nlm_lab_byte_costs): predicts and learns buf[0..n) exactly as cm_code codes them,
  * without a coder, p[8 i + k] := the 12-bit probability of bit k (most significant first) of byte i, the bit
  * that occurred.  Returns 0 or NLM_ERR_CORRUPT when the run would exceed 2^size bytes. */

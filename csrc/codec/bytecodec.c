@@ -4,7 +4,8 @@
  * Owns the payload layout of a byte-model block: one byte, 0 to continue the run of the previous
  * byte-model block of the group or a size class s (CM_SIZE_MIN..CM_SIZE_MAX) to start a fresh model for
  * a run of at most 2^s bytes; then the range-coder bytes of the block's bits (flushed per block, checked
- * canonical by the decoder).
+ * canonical by the decoder); and a tracked group's run (format 15, §7.2): started by the group, fed the
+ * bytes of its other blocks.
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 
@@ -107,6 +108,18 @@ int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
     memcpy(b->out + 1, b->rc.enc.buf, b->rc.enc.len);
     b->out_len = need;
     return (int64_t)need;
+}
+
+int nlm_bytecoder_start(NlmByteCoder* b, int s) {
+    if (s < CM_SIZE_MIN || s > CM_SIZE_MAX) return NLM_ERR_CORRUPT;
+    return start_run(b, s);
+}
+
+int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n) {
+    if (!b->m) return NLM_ERR_STATE;
+    int err = cm_learn_block(b->m, src, n);
+    if (err) nlm_bytecoder_reset(b);
+    return err;
 }
 
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len) {

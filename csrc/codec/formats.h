@@ -33,6 +33,10 @@ static const NlmFormatRow NLM_FORMATS[] = {
     {14, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1},
     {14, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1},
     {14, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1},
+    /* format 15: format 14's word-model blocks; tracked groups (§7.2, the frame layer) and the one-pass encoder (§7.4) */
+    {15, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1},
+    {15, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1},
+    {15, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1},
 };
 
 #endif /* NLM_CODEC_FORMATS_H */

@@ -1,4 +1,4 @@
-/* gapmixer.h: the gap mixer of format 14 (docs/format.md §3.7), a binary context-mixing model of the gap.
+/* gapmixer.h: the gap mixer of formats 14 and 15 (docs/format.md §3.7), a binary context-mixing model of the gap.
  *
  * Owns: the gap symbol (docs/format.md §3.2 step 5) coded as up to 7 binary decisions, each predicted by an
  * integer logistic mixer of (a) the blended distribution of §3.3 (the network's gap head with the column-aware

@@ -17,7 +17,7 @@ trailer with an index of the groups, the total size and a CRC32 of the data.  Me
 the input size; threads=N codes N groups at once and never changes the output bytes.
 
 Models: a frame names its model by id (the SHA-256 of the model file).  The wheel ships the default models
-(each frame uses the one that codes a probe of its first 4 MiB smaller; under 32 KiB, the newest);
+(each frame uses the one that codes a probe of its first 128 KiB smaller; under 32 KiB, the newest);
 other models are found by name or id in the directories given to add_model_dir(path) and in
 NLMCODEC_MODEL_PATH (os.pathsep-separated), or passed as model= (a Model or a .nlmm path).
 

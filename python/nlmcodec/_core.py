@@ -195,5 +195,13 @@ class ByteCoder:
     def decode_block(self, payload, size):
         return check(self._b.decode_block(payload, size), "corrupt block")
 
+    def start_run(self, s: int):
+        """Start the run of a tracked group (docs/format.md §7.2): size class s, no block coded."""
+        check(self._b.start_run(s), "corrupt block")
+
+    def feed(self, data):
+        """The bytes of a tracked group's block the run does not code: learnt as if coded."""
+        check(self._b.feed(data), "corrupt block")
+
 
 __all__ = ["ByteCoder", "backend", "lex_tokens", "unlex", "Codec", "NLMError", "TOKEN_DTYPE", "TRACE_DTYPE", "TRACE_PARTS"]

@@ -43,6 +43,34 @@ def _decode_block(codec, b: _Block) -> bytes:
     return data
 
 
+def _start_track(bcoder, b: _Block) -> bool:
+    """At a group start: begin the tracked group's byte-model run (format 15, docs/format.md §7.2), or end
+    the run in progress.  True when the group is tracked."""
+    bcoder.reset()
+    if b.start == 1:
+        return False
+    bcoder.start_run(b.start)
+    return True
+
+
+def _tracked(bcoder, b: _Block, data) -> bytes:
+    """data, the output of block b of a tracked group (or a piece of it): its byte-model blocks continue the
+    group's run, every other block's bytes are learnt by it."""
+    if b.kind == F.BLOCK_BYTE:
+        return data
+    try:
+        bcoder.feed(data)
+    except NLMError as e:
+        raise NLMError(f"corrupt frame: block {b.index} takes its tracked group past the byte-model run's "
+                       f"size", code=e.code) from None
+    return data
+
+
+def _check_tracked_byte_block(b: _Block) -> None:
+    if b.payload[0] != 0:
+        raise NLMError(f"corrupt byte-model block {b.index}: it starts a run inside a tracked group")
+
+
 class _Cancelled(Exception):
     """The reader went away (close): the worker stops decoding its group."""
 
@@ -142,19 +170,28 @@ class _CodecShelf:
 def _run_group(shelf, model_id, adapt, version, blocks, out: _GroupOutput) -> None:
     """Worker: decode one group into out, a block (or an lzma piece) at a time."""
     codec = bcoder = None
+    tracked = blocks[0].start > 1
     try:
+        if tracked:
+            bcoder = _new_byte_coder()
+            _start_track(bcoder, blocks[0])
         for b in blocks:
             if b.kind == F.BLOCK_LZMA:
                 lz = F.LzmaBlockReader(b.payload, b.size, b.index)
                 while not lz.done:
-                    out.put(lz.read(READ_CHUNK))
+                    piece = lz.read(READ_CHUNK)
+                    out.put(_tracked(bcoder, b, piece) if tracked else piece)
                 continue
             if b.kind == F.BLOCK_MODEL and codec is None:
                 codec = shelf.take(model_id, adapt)
                 codec.reset(version)
-            if b.kind == F.BLOCK_BYTE and bcoder is None:
-                bcoder = _new_byte_coder()
-            out.put(_decode_block(bcoder if b.kind == F.BLOCK_BYTE else codec, b))
+            if b.kind == F.BLOCK_BYTE:
+                if bcoder is None:
+                    bcoder = _new_byte_coder()
+                if tracked:
+                    _check_tracked_byte_block(b)
+            data = _decode_block(bcoder if b.kind == F.BLOCK_BYTE else codec, b)
+            out.put(_tracked(bcoder, b, data) if tracked else data)
         out.finish()
     except _Cancelled:
         out.finish()
@@ -231,6 +268,8 @@ class FrameDecoder:
         self._groups = []             # [size, coded bytes] of the groups seen
         self._blocks = []             # BlockInfo of the blocks seen
         self._lz = None               # LzmaBlockReader of the lzma block being read
+        self._lz_block = None         # ... and that block
+        self._track = False           # the group being decoded is tracked (one thread; §7.2)
         self._group = None            # threads: blocks of the group being gathered
         self._ended = False           # threads: the end marker has been read
         self._inflight = deque()
@@ -376,7 +415,7 @@ class FrameDecoder:
         """The next block (payload present) or None at the end marker; raises Incomplete."""
         rest = self._rest()
         i = self._nblock
-        hdr = F.parse_block_header(rest, 0, i)
+        hdr = F.parse_block_header(rest, 0, i, self.version)
         if hdr is None:
             return None
         kind, start, size, psize, p = hdr
@@ -407,21 +446,25 @@ class FrameDecoder:
             out = self._lz.read(READ_CHUNK)
             if self._lz.done:
                 self._lz = None
-            return out
+            return _tracked(self._bcoder, self._lz_block, out) if self._track else out
         b = self._parse_block()
         if b is None:
             self._stage = "trailer"
             return None
         if b.start:
             self._reset = True
-            if self._bcoder is not None:
-                self._bcoder.reset()
+            if self._bcoder is not None or b.start > 1:
+                self._track = _start_track(self._byte_coder(), b)
         if b.kind == F.BLOCK_LZMA:
             self._lz = F.LzmaBlockReader(b.payload, b.size, b.index)
+            self._lz_block = b
             return self._next_block(complete)
         if b.kind == F.BLOCK_BYTE:
+            if self._track:
+                _check_tracked_byte_block(b)
             return _decode_block(self._byte_coder(), b)
-        return _decode_block(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
+        out = _decode_block(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
+        return _tracked(self._bcoder, b, out) if self._track else out
 
     def _next_threaded(self, complete):
         """Gather whole groups, decode up to `threads` of them at once, return their output in order, in pieces

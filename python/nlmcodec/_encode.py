@@ -1,44 +1,33 @@
-"""The encoder: cuts the input into groups and blocks, chooses each block's coding, writes frames
-(layout: _frame.py; spec: docs/format.md §7), in bounded memory, on one or several threads.
+"""The encoder: cuts the input into groups and blocks, chooses each block's coding once, in one pass, and
+writes the frame (layout: _frame.py; spec: docs/format.md §7) as its blocks are decided, in bounded memory,
+on one or several threads.
 
-Policy (not part of the format; any valid choice decodes; docs/format.md §7.4):
+Policy (not part of the format; any valid choice decodes; docs/format.md §7.4 says it in full):
 
 * Groups of GROUP_SIZE input bytes (cut after the last newline in the final 4 KiB, else the last space,
-  else at the size), each coded from the trained state.  The cut depends only on the input, never on how
-  it was fed or on the thread count, so the frame is the same for any number of threads.
-* Blocks of BLOCK_SIZE bytes (64 KiB, the limit of a word-model block) inside a group (same cut
-  rule), so one call into C is about a second of work at dynamic-mode speed; a block the word model is
-  tried on is cut again before its token MAX_MODEL_TOKENS (the bound on a block, §3.5).  Per block the word model is
-  tried after save(); the block becomes a word-model block when that is strictly smaller than stored and,
-  when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x), than lzma -9e on the
-  block (counting the 32-byte model id in a one-group frame; "clearly ahead" without coding lzma preset 1
-  when at most SCREEN_RATIO x zlib level 1: _above_try_ratio); otherwise the codec is restore()d, so its
-  state is what the decoder will have.  No save() where it would copy the state for nothing: right after a
-  probe (its restore() left a snapshot of this very state, and a snapshot outlives restores) and before the
-  group's last block (nothing reads the state after it: the next group starts with reset()).
-* The first time a block is above BYTE_TRY_RATIO x lzma preset 1, or when a fresh byte model codes the
-  group's first word-model block in less than TRACK_RATIO x the word model's payload (an estimate, thrown
-  away), the byte model starts coding the whole group alongside, a byte-model block at a time (_ByteParts).  Once the word-model blocks cover EARLY_MIN
-  bytes and the byte model's bits per byte so far are below EARLY_RATIO x theirs, the word model stops and
-  the group is plain: news, reports and papers pay the word model on their first 128 KiB only.  It stops
-  sooner, after any word-model block (_byte_ahead), when the byte model over at least EARLY_MIN bytes is
-  at most EARLY_STRONG x the word model's bits per byte on its blocks so far: code lexes into short blocks,
-  so the word model would otherwise code several of them, at its dynamic speed, before the first rule may
-  end it (zlib-source.c when the probe lets the word model in; the frozen probe already rules it out there).
-* The blocks that are not word-model blocks form runs; each run is coded "plain" (_plain): by the byte
-  model, as one run of byte-model blocks of BYTE_BLOCK_SIZE bytes sharing one model, unless lzma -9e (tried
-  only when the byte model is not below 0.8 x lzma preset 1) is smaller, or the byte model is not 1%
-  smaller than stored blocks (incompressible data stays stored: it decodes at memory speed).  A group that
-  mixes the kinds, that the byte model was coding alongside, or whose word-model blocks exceed
-  BYTE_TRY_RATIO x lzma preset 1 of the whole group (with the same zlib screen), is also tried plain as a
-  whole, and the smaller coding is kept.  Consecutive groups without any word-model block are coded together, plain, up to PLAIN_RUN_MAX
-  bytes (one group of the format, one byte-model run), so logs, code or XML lose nothing to the group cuts.
-* Speed only: every PROBE_SPAN blocks, when at least PROBE_MIN_LEFT bytes of the group are left, the
-  word model codes the next PROBE_SIZE bytes without adapting (set_frozen: static-mode speed in either mode)
-  and is rolled back; when that is more than PROBE_RATIO times lzma preset 1 or more than PROBE_BYTE_MARGIN
-  times the byte model on the same bytes, the word model is not tried on the rest of the group (XML, logs,
-  code, other languages are not coded twice; the margin keeps out code on which the word model is barely
-  ahead over 16 KiB, such as zlib-source.c, and sits well above every dev text's ratio).
+  else at the size), each coded from the trained state by a GroupCoder, so threads=N codes N groups at once.
+* Blocks of BLOCK_SIZE bytes (the limit of a word-model block) inside a group, cut by the same rule once more
+  than BLOCK_SIZE bytes of the group are known to follow (so a block never depends on where its group
+  ends), and again before the token MAX_MODEL_TOKENS while the word model is tried.  Per block the word
+  model is tried after save(); the block is a word-model block when that is strictly smaller than stored
+  and, when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x; "clearly ahead"
+  without the preset-1 coding when at most SCREEN_RATIO x zlib level 1: _above_try_ratio), than lzma -9e.
+  Otherwise the codec is restore()d and the block is coded by the group's byte-model run (_PlainRun), or
+  stored, or lzma -9e, whichever is smaller.
+* The hold: while the word model is tried, a group's first blocks (up to HOLD bytes, or EARLY_MIN bytes of
+  word-model blocks) are held.  When the first word-model block is above BYTE_TRY_RATIO x lzma preset 1,
+  or a fresh byte model codes it in less than TRACK_RATIO x its payload, the byte model codes the group
+  alongside.  At the hold's end the group goes plain when the byte model is ahead (EARLY_RATIO once the
+  word model has EARLY_MIN bytes, EARLY_STRONG on any), or when a byte-model coding of the held bytes is
+  smaller than held blocks of several kinds; otherwise the held blocks are written.  After the hold each
+  block is written as soon as it is coded.
+* Speed only: every PROBE_SPAN blocks (not the group's last) the word model codes the block's first
+  PROBE_SIZE bytes without adapting and is rolled back; when that is more than PROBE_RATIO x lzma preset 1
+  or more than PROBE_BYTE_MARGIN x the byte model on the same bytes, the word model is not tried on the
+  rest of the group (XML, logs, code, other languages are not coded twice).
+* The frame's first bytes wait until the input is longer than HEADER_WAIT or ends; the model id is left out
+  of a shorter input's header when no block uses the word model.  The default models are compared on the
+  first CHOICE_WINDOW bytes (choose_model), so nothing waits for more than that.
 """
 from __future__ import annotations
 
@@ -52,25 +41,27 @@ from ._errors import ERR_UNSUPPORTED, NLMError
 from . import _frame as F
 
 GROUP_SIZE = 4 << 20          # input bytes per group (chosen by benchmarks/group_size.md)
-PLAIN_RUN_MAX = 8 << 20       # consecutive groups without word-model blocks are coded together up to this
-BYTE_RUN_MAX = 1 << 23        # bytes of one byte-model run (size class 23, docs/format.md §9.1)
-BYTE_BLOCK_SIZE = F.MAX_BYTE_BLOCK   # input bytes per byte-model block (256 KiB, the format's limit)
+PLAIN_GROUP_FACTOR = 2        # a group the word model is ruled out of at its first block holds twice as much
+HOLD = 160 << 10              # a group's blocks are held until one ends at or after this (GroupCoder)
+HEADER_WAIT = 192 << 10       # the frame's first bytes wait until the input is longer than this, or ends
 STORED_MARGIN = 0.99          # the byte model replaces stored blocks only when 1% smaller
 BYTE_TRY_RATIO = 0.7          # the byte model is tried on a block or group the word model codes above this x lzma -1
 SCREEN_RATIO = 0.5            # speed only: at most this x zlib -1 counts as below BYTE_TRY_RATIO x lzma -1 (_above_try_ratio)
 EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end the word model's attempt ...
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
-EARLY_STRONG = 0.8            # or sooner, over EARLY_MIN bytes of its own, at most this x (dev: never below 1.079x)
+EARLY_STRONG = 0.8            # or, over whatever the hold covers, at most this x (dev: never below 1.079x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
+SWITCH_RATIO = 0.95           # a tracked group's block goes to the byte model when at most this x the word model
+                              # (the word model then misses the block: benchmarks/skip_cost.md)
 BLOCK_SIZE = F.MAX_MODEL_BLOCK     # input bytes per block (the format allows no larger word-model block)
 CUT_WINDOW = 4096             # a group or block is cut after the last newline in its final 4 KiB
+TOKEN_CUTS_MAX = 5            # blocks a 64 KiB piece is cut into before token 16,384 at most (max_compressed_size)
 PROBE_SIZE = 16 * 1024
 PROBE_SPAN = 16               # blocks covered by one probe
-PROBE_MIN_LEFT = 4 * PROBE_SIZE
 PROBE_RATIO = 1.25
 PROBE_BYTE_MARGIN = 0.95      # ... and at most this x the byte model's bytes (dev: benchmarks/probe_dev.md)
 CHOICE_MIN = 32 * 1024       # a shorter input takes the newest default model unprobed (choose_model; the start-up bound)
-CHOICE_WINDOW = GROUP_SIZE   # the default models are compared on the first group (choose_model; benchmarks/model_choice.md):
+CHOICE_WINDOW = 128 << 10    # the default models are compared on the input's first bytes (choose_model; benchmarks/model_choice.md):
 CHOICE_PIECES = 4            # ... on this many pieces spread over it
 CHOICE_PIECE_SIZE = 4096     # ... of this many bytes
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
@@ -151,10 +142,9 @@ def choice_head(data, pieces: int = None, piece: int = None, window: int = None)
         return bytes(mv)
     out = []
     for i in range(pieces):
-        a = i * n // pieces
+        a = (i + 1) * (n - piece) // pieces
         p = bytes(mv[a:a + piece])
-        if i:
-            p = p[p.find(b"\n") + 1:]            # from a line's start (the whole piece without a newline)
+        p = p[p.find(b"\n") + 1:]                # from a line's start (the whole piece without a newline)
         k = p.rfind(b"\n") + 1
         out.append(p[:k] if k else p)
     return b"".join(out)
@@ -198,12 +188,12 @@ def choose_model(models, data, adapt):
     return models[min(known)[1] if known else 0]
 
 
-def _probe(codec, buf, pos: int):
-    """(probe bytes, the word model's payload or None): the next PROBE_SIZE bytes from pos, cut after a
-    newline, coded without adapting; the codec state is rolled back."""
-    end = min(len(buf), pos + PROBE_SIZE)
-    k = buf.rfind(b"\n", pos, end) + 1 or end
-    probe = buf[pos:k]
+def _probe(codec, block):
+    """(probe bytes, the word model's payload or None): the block's first PROBE_SIZE bytes, cut after their
+    last newline, coded without adapting; the codec state is rolled back."""
+    probe = block[:PROBE_SIZE]
+    k = bytes(probe).rfind(b"\n") + 1
+    probe = probe[:k] if k else probe
     codec.save()
     codec.set_frozen(True)       # a dynamic context estimates at static-mode speed (the probe is rolled back)
     try:
@@ -213,50 +203,16 @@ def _probe(codec, buf, pos: int):
         codec.restore()
 
 
-def _probe_says_model(codec, buf, pos: int) -> bool:
+def _probe_says_model(codec, block) -> bool:
     """Speed heuristic (see the module docstring)."""
-    probe, payload = _probe(codec, buf, pos)
+    probe, payload = _probe(codec, block)
     return payload is not None and not _lzma1_decides(probe, lambda n: len(payload) > PROBE_RATIO * n) and \
         _byte_parts_reach(probe, len(payload) + F.BLOCK_CHECK_SIZE, PROBE_BYTE_MARGIN)
 
 
-class _ByteParts:
-    """raw as byte-model blocks, coded a block at a time: runs of at most BYTE_RUN_MAX bytes, each one model
-    over blocks of BYTE_BLOCK_SIZE bytes (cut at fixed offsets: the state runs on across the cuts).  A block
-    whose payload would exceed its size (the format allows no larger payload: a 1-byte tail, or bytes the
-    model mispredicts) is stored instead, and the next block starts a new run.  advance(n) codes until n
-    bytes are covered, so a group can compare the byte model with the word model as both go (encode_group)."""
-
-    def __init__(self, raw):
-        self.raw, self.pos, self.size, self.parts, self._bc = raw, 0, 0, [], None
-
-    def advance(self, upto: int):
-        from ._core import ByteCoder
-
-        raw = self.raw
-        while self.pos < min(upto, len(raw)):
-            r = self.pos - self.pos % BYTE_RUN_MAX                 # start of this run
-            run_end = min(len(raw), r + BYTE_RUN_MAX)
-            block = raw[self.pos:min(run_end, self.pos + BYTE_BLOCK_SIZE)]
-            start = self._bc is None or self.pos == r
-            if start:
-                self._bc = ByteCoder()
-            part = _byte_part(block, self._bc.encode_block(block, run_end - self.pos if start else 0))
-            if part[0] == F.BLOCK_STORED:
-                self._bc = None
-            self.parts.append(part)
-            self.size += _coded_size([part])
-            self.pos += len(block)
-        return self
-
-    def finish(self):
-        return self.advance(len(self.raw)).parts
-
-
 def _byte_ahead(track, wbytes: int, wsize: int, ratio: float) -> bool:
-    """The byte model coded alongside (advanced over at least EARLY_MIN bytes) is below ratio x the word
-    model's bits per byte on its blocks so far (wsize coded bytes for wbytes input bytes)."""
-    track.advance(EARLY_MIN)
+    """The byte model coded alongside (track, a _PlainRun) is below ratio x the word model's bits per byte on
+    its blocks so far (wsize coded bytes for wbytes input bytes)."""
     return track.size * wbytes < ratio * wsize * track.pos
 
 
@@ -305,13 +261,14 @@ def _cold_byte_model_below(block, bound: float) -> bool:
 
 
 def _byte_parts_reach(raw, need: int, margin: float) -> bool:
-    """need <= margin x _coded_size(_byte_parts(raw)), for raw of at most one byte-model block (the probe).
+    """need <= margin x the coded size of raw as one fresh byte-model block (stored if that is larger), raw
+    being at most one byte-model block (the probe).
     The byte model stops once its payload alone settles it: a stored block costs at least len(raw), a byte
     block at least its payload plus the block check, so at `cap` payload bytes, the smallest count with
     need <= margin x (cap + BLOCK_CHECK_SIZE), the answer is yes whichever it becomes."""
     from ._core import ByteCoder
 
-    assert len(raw) <= BYTE_BLOCK_SIZE
+    assert len(raw) <= F.MAX_BYTE_BLOCK
     cap = 0                           # no cap when even a stored block would not settle it
     if need <= margin * len(raw):
         cap = max(1, math.ceil(need / margin) - F.BLOCK_CHECK_SIZE)
@@ -319,26 +276,6 @@ def _byte_parts_reach(raw, need: int, margin: float) -> bool:
             cap += 1
     payload = ByteCoder().encode_block(raw, len(raw), cap=cap)
     return payload is None or need <= margin * _coded_size([_byte_part(raw, payload)])
-
-
-def _byte_parts(raw):
-    return _ByteParts(raw).finish()
-
-
-def _plain(raw, bm=None):
-    """Parts for bytes that do not use the word model: the byte model (bm: raw's byte-model parts when
-    already coded), unless lzma (tried only when the byte model is not clearly ahead of lzma preset 1) or
-    stored blocks are smaller."""
-    best = [(F.BLOCK_STORED, k, bytes(raw[p:p + k])) for p, k in _pieces(raw, BLOCK_SIZE)]
-    bm = _byte_parts(raw) if bm is None else bm
-    if _coded_size(bm) < STORED_MARGIN * _coded_size(best):     # incompressible data stays stored (fast)
-        best = bm
-    size = _coded_size(best)
-    if len(raw) <= F.MAX_LZMA_BLOCK and _lzma1_decides(raw, lambda n: 5 * size > 4 * n):
-        lz = [(F.BLOCK_LZMA, len(raw), F.lzma_compress(raw, LZMA_PRESET))]
-        if len(lz[0][2]) < len(raw) and _coded_size(lz) < size:   # LZMA2's raw chunks never
-            best = lz                                              # replace stored blocks
-    return best
 
 
 def _model_part(size: int, payload: bytes, block) -> tuple:
@@ -355,85 +292,300 @@ def _coded_size(parts) -> int:
     return sum(len(F.block_header(t, False, s, _psize(t, p))) + len(p) for t, s, p in parts)
 
 
-def encode_group(codec, raw: bytes, single: bool, on_block=None, cancel=None):
-    """Code one group (`raw`, at most GROUP_SIZE bytes) from the trained state.
+def size_class(n: int) -> int:
+    """The byte model's size class for a run of at most n bytes: the smallest s >= 10 with 2^s >= n (§9.1)."""
+    return max(F.TRACK_MIN, (n - 1).bit_length())
 
-    codec: a _core.Codec or None (no word model); single: the frame has this one group, so the model id
-    is paid only if a block uses the model.  on_block(n) is called after each block of n bytes; cancel,
-    a threading.Event, stops the work between blocks.  Returns (bytes of the group's blocks, used model,
-    None), or (None, False, parts) when no block uses the word model: the caller codes such plain groups
-    together with the plain groups next to them, so lzma sees across group boundaries; parts, when not
-    None, is _plain(raw) already computed (used when the group has no plain neighbour).
-    """
-    parts, run = [], []               # run: (start, length) of the pending non-model blocks
-    used = False
-    if codec is not None:
-        codec.reset()                     # the current format in the codec's mode
-    probe_ok = codec is not None
-    track = None                      # the byte model over the group, coded alongside the word model
-    wbytes = wsize = 0                # input and coded bytes of the word-model blocks so far
-    zsum = 0                          # zlib -1 of the blocks the word model was tried on
-    for i, (pos, k) in enumerate(_model_pieces(raw)):
-        if cancel is not None and cancel.is_set():
-            raise KeyboardInterrupt("compression cancelled")
-        block = raw[pos:pos + k]
-        snap = False                  # the codec's snapshot is of its state now (the probe rolled back to it)
-        if probe_ok and i % PROBE_SPAN == 0 and len(raw) - pos >= PROBE_MIN_LEFT:
-            probe_ok = _probe_says_model(codec, raw, pos)   # a failed probe rules the word model out for the group
-            snap = True
-        last = pos + k == len(raw)    # nothing follows: a rejected last block needs no rollback
-        payload = None
-        if probe_ok and not _looks_binary(block):
-            if not snap and not last:
-                codec.save()
-            payload = _try_model(codec, block)
-            if payload is not None:
-                best = k
-                if track is None and wbytes == 0 and _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
-                    track = _ByteParts(raw)
-                zsize = _zlib1_size(block)
-                zsum += zsize
-                if _above_try_ratio(block, len(payload), zsize):
-                    best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
-                    if track is None:
-                        track = _ByteParts(raw)
-                penalty = F.MODEL_ID_SIZE if single and not used else 0
-                if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
-                    if not last:      # the decoder never runs the model on this block
-                        codec.restore()
-                    payload = None
+
+class _PlainRun:
+    """Blocks coded by the byte model, one at a time, as one run (§9.1) carried from block to block, unless
+    lzma -9e of the block (tried only when the byte model is not below 0.8 x lzma preset 1 on it; speed only:
+    at most SCREEN_RATIO x zlib level 1 counts as below, as in _above_try_ratio) or a stored block is smaller, or the byte model is not 1% smaller than stored (incompressible data stays stored: it
+    decodes at memory speed).
+
+    Untracked (track 0): the run starts at its first block and is carried across the group's word-model
+    blocks, which it does not see; a block coded otherwise than by the run ends it (the model saw bytes the
+    decoder's will not), and the next byte-model block starts a fresh one.  Tracked (track = s, format 15,
+    §7.2): the run of size class s starts with the group and learns every block of it, whatever the block's
+    coding, as the decoder's does; it codes every block given to it (code()) and is never ended.
+    size and pos: coded bytes and input bytes so far; parts (keep=True): the parts coded."""
+
+    def __init__(self, keep=False, track=0):
+        from ._core import ByteCoder
+
+        self._bc = None
+        self.track = track
+        if track:
+            self._bc = ByteCoder()
+            self._bc.start_run(track)
+        self.size = self.pos = 0
+        self.parts = [] if keep else None
+
+    def code(self, block, room: int) -> tuple:
+        """The part for block; room: at most this many bytes of the group from block's start on (a fresh
+        untracked run is sized for them)."""
+        from ._core import ByteCoder
+
+        k = len(block)
+        stored = (F.BLOCK_STORED, k, bytes(block))
+        start = self._bc is None
+        if start:
+            self._bc = ByteCoder()
+        best = part = _byte_part(block, self._bc.encode_block(block, room if start else 0))
+        if _coded_size([part]) >= STORED_MARGIN * _coded_size([stored]):
+            best = stored
+        size = _coded_size([best])
+        if size > SCREEN_RATIO * _zlib1_size(block) and _lzma1_decides(block, lambda n: 5 * size > 4 * n):
+            lz = (F.BLOCK_LZMA, k, F.lzma_compress(block, LZMA_PRESET))
+            if len(lz[2]) < k and _coded_size([lz]) < size:        # LZMA2's raw chunks never replace stored blocks
+                best = lz
+        if (best is not part or part[0] != F.BLOCK_BYTE) and not self.track:
+            self._bc = None
+        self.size += _coded_size([best])
+        self.pos += k
+        if self.parts is not None:
+            self.parts.append(best)
+        return best
+
+
+class GroupCoder:
+    """Codes one group (at most group_size input bytes, from the trained state) in one pass, a block at a
+    time, as its bytes arrive: push(data) adds bytes whose group end is not known yet, close(data) the
+    last ones.  take() returns the blocks decided since the last call, serialized (the first one carries
+    the group-start bit); done is True once close() has coded everything.  Each block is decided when it
+    is coded, except the group's first blocks while the word model is on (the hold, see the module
+    docstring).  The blocks depend only on the group's bytes, never on how they were pushed.
+
+    A group is tracked (format 15, docs/format.md §7.2) when the byte model ran alongside during the hold:
+    its run then learns every byte of the group, and each later block is coded by whichever of the word
+    model and the run is smaller.  Otherwise the word model codes the blocks it wins and an untracked run
+    the others.
+
+    codec: a _core.Codec or None (no word model); on_block(n) after each block of n bytes; cancel, a
+    threading.Event, stops the work between blocks."""
+
+    def __init__(self, codec, on_block=None, cancel=None, group_size=GROUP_SIZE, first_probe=None):
+        self._codec = codec
+        self._g = group_size                  # the most bytes the group has
+        self._first_probe = first_probe       # the probe's verdict on the group's first bytes, when known
+        self._only = False                    # close(): the group is the frame's only one
+        self._on_block, self._cancel = on_block, cancel
+        if codec is not None:
+            codec.reset()                     # the current format in the codec's mode
+        self._raw = bytearray()
+        self._ended = False
+        self._pos = 0                         # input bytes of the group cut into blocks so far
+        self._queue = deque()                 # (start, length) of the current 64 KiB piece's blocks
+        self._i = 0                           # blocks so far
+        self._word = codec is not None and first_probe is not False   # the word model is still tried
+        self._holding = self._word            # the group's first blocks are held (decided at the hold's end)
+        self._held = []                       # (start, part) of the blocks held
+        self._plain = _PlainRun()             # the blocks the word model does not code (tracked: every block)
+        self._track = None                    # the byte model over the whole group, alongside (while holding)
+        self._wbytes = self._wsize = 0        # input and coded bytes of the word-model blocks held
+        self._zsum = 0                        # zlib -1 of the blocks the word model was tried on while holding
+        self._both = [0, 0, 0]                # tracked, after the hold: input, word-model and run bytes of the
+                                              # blocks both coded
+        self._out = deque()                   # serialized blocks decided, not yet taken
+        self._first = True                    # the next block written starts the group
+        self.used = False                     # a word-model block was written
+        self.coded_size = 0                   # bytes of the blocks written
+        self.size = 0                         # input bytes of the group
+        self.done = False
+
+    # -- input
+    def push(self, data):
+        self._raw += data
+        self._cut()
+
+    def close(self, data=b"", only=False):
+        """The group's last bytes; only: the group is the whole input (the frame's only group)."""
+        self._raw += data
+        self._ended = True
+        self._only = only
+        self._cut()
+        if self._holding:
+            self._decide_hold()
+        self.size = len(self._raw)
+        self.done = True
+
+    def take(self) -> bytes:
+        out = []
+        while self._out:
+            out.append(self._out.popleft())
+        return b"".join(out)
+
+    def _id_optional(self) -> bool:
+        """The frame pays the model id only if a block uses the model (FrameEncoder: the whole input is this
+        group, of at most HEADER_WAIT bytes)."""
+        return self._only and len(self._raw) <= HEADER_WAIT
+
+    # -- blocks
+    def _cut(self):
+        """Code every block whose extent is known: a 64 KiB piece is cut (cut_point) once more than
+        BLOCK_SIZE bytes of the group are known to follow its start, which before close() is the bytes
+        pushed (the frame encoder pushes at most group_size - CUT_WINDOW, the least a group that does not
+        end the input has)."""
+        raw = self._raw
+        while True:
+            if not self._queue:
+                n = len(raw)
+                sure = n if self._ended else min(n, self._g - CUT_WINDOW + 1)
+                if sure - self._pos > BLOCK_SIZE:
+                    k = cut_point(raw, self._pos, BLOCK_SIZE)
+                elif self._ended and self._pos < n:
+                    k = n - self._pos
                 else:
-                    wbytes += k
-                    wsize += len(payload) + F.BLOCK_CHECK_SIZE
-        if track is not None and probe_ok:
-            track.advance(pos + k)
-            # the byte model clearly ahead: the word model is not tried on the rest of the group
-            if wbytes >= EARLY_MIN and _byte_ahead(track, wbytes, wsize, EARLY_RATIO) or \
-                    _byte_ahead(track, wbytes, wsize, EARLY_STRONG):
-                if on_block is not None:
-                    on_block(len(raw) - pos)
-                return None, False, _plain(raw, track.finish())
+                    return
+                self._queue.extend(self._split(self._pos, k))
+                self._pos += k
+            start, k = self._queue.popleft()
+            if self._cancel is not None and self._cancel.is_set():
+                raise KeyboardInterrupt("compression cancelled")
+            last = self._ended and start + k == len(raw)
+            self._block(memoryview(raw)[start:start + k], start, last)
+            if self._on_block is not None:
+                self._on_block(k)
+
+    def _split(self, pos, k):
+        """The blocks of the piece raw[pos:pos + k]: cut again before the token that would take a word-model
+        block over F.MAX_MODEL_TOKENS (_model_pieces) while the word model is tried; whole otherwise."""
+        if not self._word:
+            return [(pos, k)]
+        return [(pos + p, q) for p, q in _model_pieces(bytes(self._raw[pos:pos + k]))]
+
+    def _try_word(self, block, pos, last, i):
+        """The word model's part for the block, or None (the codec is then as before the block)."""
+        k = len(block)
+        snap = False
+        if self._word and i == 0 and self._first_probe is not None:
+            self._word = self._first_probe    # the frame encoder's (group_probe), on the same bytes
+        elif self._word and i % PROBE_SPAN == 0 and not last:
+            self._word = _probe_says_model(self._codec, block)    # a failed probe ends the word model's tries
+            snap = True
+            if not self._word and self._holding:
+                self._decide_hold()
+        if not self._word or _looks_binary(block):
+            return None
+        codec = self._codec
+        if not snap and not last:
+            codec.save()
+        payload = _try_model(codec, block)
         if payload is None:
-            run.append((pos, k))
+            return None
+        penalty = F.MODEL_ID_SIZE if last and self._id_optional() and not self.used and \
+            not any(part[0] == F.BLOCK_MODEL for _, part in self._held) else 0
+        part = _model_part(k, payload, block)
+        if self._plain.track:          # a tracked group: the run's coding of the block is the other candidate
+            other = self._plain.code(block, 0)
+            wsize, bsize = _coded_size([part]) + penalty, _coded_size([other])
+            self._both[0] += k
+            self._both[1] += wsize
+            self._both[2] += bsize
+            n, w, b = self._both      # the run ahead over EARLY_MIN bytes: the word model is not tried again
+            if n >= EARLY_MIN and b < EARLY_RATIO * w:
+                self._word = False
+            if bsize >= SWITCH_RATIO * wsize:      # the word model keeps the blocks it nearly wins: it
+                return part                         # does not see the blocks the run codes
+            if not last:
+                codec.restore()
+            return other
+        best = k
+        if self._holding and self._track is None and self._wbytes == 0 and \
+                _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
+            self._start_track(pos, last)
+        zsize = _zlib1_size(block)
+        if self._holding:
+            self._zsum += zsize
+        if _above_try_ratio(block, len(payload), zsize):
+            best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
+            if self._holding and self._track is None:
+                self._start_track(pos, last)
+        if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
+            if not last:      # the decoder never runs the model on this block
+                codec.restore()
+            return None
+        return part
+
+    def _start_track(self, pos, last):
+        """The byte model alongside, from the group's start, sized for the whole group (for exactly its
+        bytes when this block is the group's last)."""
+        self._track = _PlainRun(keep=True, track=size_class(len(self._raw) if last else self._g))
+
+    def _block(self, block, pos, last):
+        i, self._i = self._i, self._i + 1
+        k = len(block)
+        part = self._try_word(block, pos, last, i)
+        if part is not None and part[0] == F.BLOCK_MODEL and self._holding:
+            self._wbytes += k
+            self._wsize += len(part[2])
+        if part is None:
+            part = self._plain.code(block, k if last else self._g - pos)
+        if self._track is not None:               # the group from its start, at the blocks' cuts
+            for p, q in [(p, held[1]) for p, held in self._held] + [(pos, k)]:
+                if p >= self._track.pos:
+                    self._track.code(memoryview(self._raw)[p:p + q], 0)
+        if self._holding:
+            self._held.append((pos, part))
+            if self._wbytes >= EARLY_MIN or pos + k >= HOLD or last:
+                self._decide_hold()
         else:
-            if run:
-                parts += _plain(raw[run[0][0]:pos])
-                run = []
-            parts.append(_model_part(k, payload, block))
-            used = True
-        if on_block is not None:
-            on_block(k)
-    if not used:
-        return None, False, None      # a plain group: coded together with its plain neighbours
-    if run:
-        parts += _plain(raw[run[0][0]:])
-    mixed = any(t != F.BLOCK_MODEL for t, _, _ in parts)
-    size = _coded_size(parts)
-    if mixed or track is not None or _above_try_ratio(raw, size, zsum):   # not mixed: zsum covers raw
-        alt = _plain(raw, track.finish() if track is not None else None)
-        if _coded_size(alt) < size + (F.MODEL_ID_SIZE if single else 0):
-            return None, False, alt   # plain after all; alt is its coding if it has no plain neighbour
-    return serialize(parts), used, None
+            self._write(part)
+
+    def _decide_hold(self):
+        """End of the hold.  Without the byte model alongside the held blocks are written, unless a plain
+        coding of the held bytes is smaller (then the group is coded plain).  With it the group is tracked:
+        coded plain by the run alongside (the word model off) when that is clearly ahead, else the held
+        word-model blocks are written and the run's coding of the others."""
+        self._holding = False
+        held, self._held = self._held, []
+        track, self._track = self._track, None
+        parts = [part for _, part in held]
+        if track is not None:
+            self._plain = track
+            mixed = [p if p[0] == F.BLOCK_MODEL else t for p, t in zip(parts, track.parts)]
+            whole = self._ended and not self._queue and self._pos == len(self._raw)
+            penalty = F.MODEL_ID_SIZE if whole and self._id_optional() else 0
+            if self._wbytes >= EARLY_MIN and _byte_ahead(track, self._wbytes, self._wsize, EARLY_RATIO) or \
+                    _byte_ahead(track, self._wbytes, self._wsize, EARLY_STRONG) or \
+                    track.size < _coded_size(mixed) + penalty:
+                self._word = False
+                parts = track.parts
+            else:
+                parts = mixed
+            track.parts = None
+            if whole and not any(t == F.BLOCK_BYTE for t, _, _ in parts):
+                self._plain = _PlainRun()     # nothing for a run to code: the group need not be tracked
+            for part in parts:
+                self._write(part)
+            return
+        if not any(t == F.BLOCK_MODEL for t, _, _ in parts):
+            for part in parts:
+                self._write(part)
+            return
+        size = _coded_size(parts)
+        n = sum(part[1] for part in parts)
+        if any(t != F.BLOCK_MODEL for t, _, _ in parts) or _above_try_ratio(self._raw[:n], size, self._zsum):
+            whole = self._ended and n == len(self._raw)      # the held blocks are the whole group
+            alt = _PlainRun(keep=True)
+            for p, q in _pieces(self._raw[:n], BLOCK_SIZE):
+                alt.code(memoryview(self._raw)[p:p + q], n - p if whole else self._g - p)
+            penalty = F.MODEL_ID_SIZE if whole and self._id_optional() else 0
+            if alt.size < size + penalty:
+                self._word = False            # plain after all: the run goes on over the rest of the group
+                self._plain = alt
+                parts, alt.parts = alt.parts, None
+        for part in parts:
+            self._write(part)
+
+    def _write(self, part):
+        t, size, body = part
+        track = self._plain.track if self._first else 0
+        data = F.block_header(t, self._first, size, _psize(t, body), track) + body
+        self._first = False
+        self.used |= t == F.BLOCK_MODEL
+        self.coded_size += len(data)
+        self._out.append(data)
 
 
 def serialize(parts) -> bytes:
@@ -446,11 +598,14 @@ def serialize(parts) -> bytes:
 
 
 class FrameEncoder:
-    """Writes one frame, a group at a time.
+    """Writes one frame in one pass: feed(data) and finish() return the frame's bytes as blocks are decided.
 
     get_codec() -> a codec, release_codec(codec): the word model (get_codec None: no model); model_id: its
-    32-byte id.  feed(data) and finish() return the frame's bytes as groups are finished.  threads: groups
-    coded at once (each on its own codec); the bytes do not depend on it.  progress: input bytes coded.
+    32-byte id.  threads: groups coded at once (each on its own codec); the bytes do not depend on it.  The
+    group the input is arriving in is coded as it arrives, on the caller's thread, once every group before
+    it is written; groups whose input is complete go to the worker threads (threads > 1).  The frame's
+    first bytes wait until the input is longer than HEADER_WAIT or ends: the model id is left out of the
+    header of a shorter input that no word-model block uses.  progress: input bytes coded.
     """
 
     def __init__(self, get_codec, release_codec, model_id, adapt: bool, check: int, threads: int = 1,
@@ -459,25 +614,31 @@ class FrameEncoder:
             raise ValueError(f"check must be CHECK_NONE or CHECK_CRC32, not {check!r}")
         if get_codec is not None and (not isinstance(model_id, bytes) or len(model_id) != F.MODEL_ID_SIZE):
             raise ValueError("model_id must be 32 bytes")
-        if group_size < 2 * CUT_WINDOW or group_size > F.MAX_LZMA_BLOCK:
+        if not 2 * CUT_WINDOW <= group_size <= GROUP_SIZE:
             raise ValueError("group_size out of range")
         self._get_codec, self._release_codec = get_codec, release_codec
         self._model_id, self._adapt, self._check = model_id, F.adapt_mode(adapt), check
         self._threads = max(1, int(threads))
-        self._group_size = group_size
-        self._pending = bytearray()
+        self._group_size = group_size  # GROUP_SIZE; tests make smaller groups
+        self._limit = None            # (size limit, probe verdict) of the group the input is arriving in, once
+                                      # more than BLOCK_SIZE of it is known (group_probe)
+        self._pending = bytearray()   # input not given to a group yet
+        self._open = None             # (GroupCoder, codec) of the group the input is arriving in, once started
+        self._pushed = 0              # bytes of that group given to it (at most GROUP_SIZE - CUT_WINDOW)
         self._size = 0
         self._crc = 0
+        self._ended = False           # finish() was called
+        self._cut = False             # a group was cut: the input is over one group
+        self._jobs = deque()          # [GroupCoder, codec, future or None] in input order, not yet written
         self._groups = []             # (size, coded bytes) for the index
-        self._multi = False           # a group was cut before the end: the input is over one group
-        self._plain, self._plain_size = [], 0     # pending plain groups [(raw, parts or None)], see encode_group
+        self._used = False            # a written group has a word-model block
+        self._held = []               # the frame's first bytes, until the header is written
         self._header_done = False
         self._done = False
         self._error = None
         self._codecs = []             # free codecs
         self._lock = threading.Lock()
         self._cancel = threading.Event()
-        self._inflight = deque()      # futures of (group bytes, used), in order (threads > 1)
         self._pool = None
         self.progress = 0
 
@@ -499,63 +660,91 @@ class FrameEncoder:
         with self._lock:
             self.progress += n
 
-    def _run_group(self, raw, single):
+    # -- groups
+    def _group_probe(self):
+        """(size limit, probe verdict) of the group whose first bytes start _pending (more than BLOCK_SIZE of
+        them): a group the word model is ruled out of at its first block (no model, or the probe on its first
+        PROBE_SIZE bytes says so) is plain and holds PLAIN_GROUP_FACTOR times as much (one byte-model run
+        over 8 MiB, the byte model's largest, as logs, XML and other languages want); the verdict goes to the group's coder."""
         codec = self._take_codec()
+        if codec is None:
+            return PLAIN_GROUP_FACTOR * self._group_size, None
         try:
-            return encode_group(codec, raw, single, self._on_block, self._cancel)
+            codec.reset()
+            word = _probe_says_model(codec, bytes(self._pending[:PROBE_SIZE]))
         finally:
             self._give_codec(codec)
+        return (self._group_size if word else PLAIN_GROUP_FACTOR * self._group_size), word
 
-    # -- output (in input order, on the caller's thread)
-    def _emit(self, raw, group_bytes, used, plain_parts, out):
-        if group_bytes is None:
-            if self._plain_size + len(raw) > PLAIN_RUN_MAX:
-                self._flush_plain(out)
-            self._plain.append((raw, plain_parts))
-            self._plain_size += len(raw)
-            return
-        self._flush_plain(out)
-        self._write(len(raw), group_bytes, used, out)
+    def _new_job(self):
+        codec = self._take_codec()
+        limit, word = self._limit or (self._group_size, None)
+        job = [GroupCoder(codec, self._on_block, self._cancel, limit, word), codec, None]
+        self._jobs.append(job)
+        return job
 
-    def _flush_plain(self, out):
-        if self._plain:
-            if len(self._plain) == 1 and self._plain[0][1] is not None:
-                raw, parts = self._plain[0]
-            else:
-                raw = b"".join(r for r, _ in self._plain)
-                parts = _plain(raw)
-            self._plain, self._plain_size = [], 0
-            self._write(len(raw), serialize(parts), False, out)
-
-    def _write(self, raw_size, group_bytes, used, out):
-        if not self._header_done:
-            with_id = self._get_codec is not None and (used or self._multi)
-            out.append(F.header(self._adapt, self._check, self._model_id if with_id else None))
-            self._header_done = True
-        self._groups.append((raw_size, len(group_bytes)))
-        out.append(group_bytes)
-
-    def _submit(self, raw, single, out):
+    def _close(self, rest, only):
+        """A group's input is complete: rest is what its coder has not been given."""
+        if self._open is not None:
+            job, self._open, self._pushed = self._open, None, 0
+        else:
+            job = self._new_job()
+        self._limit = None
         if self._threads == 1:
-            self._emit(raw, *self._run_group(raw, single), out)
+            job[0].close(rest, only)
             return
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor   # only when threads > 1
 
             self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="nlmcodec")
-        self._inflight.append((raw, self._pool.submit(self._run_group, raw, single)))
-        self._collect(out, keep=self._threads)
+        job[2] = self._pool.submit(job[0].close, rest, only)
 
-    def _collect(self, out, keep):
-        """Emit the finished groups at the head of the queue, waiting for the oldest while more than
-        `keep` groups are in flight."""
-        while self._inflight:
-            raw, fut = self._inflight[0]
-            if len(self._inflight) <= keep and not fut.done():
-                break
-            result = fut.result()
-            self._inflight.popleft()
-            self._emit(raw, *result, out)
+    def _advance_open(self):
+        """Give the arriving group its input so far (the bytes that surely belong to it) and code it, on this
+        thread, once every group before it is written."""
+        if not self._pending or self._limit is None or (self._open is None and self._jobs) or \
+                (self._open is not None and len(self._jobs) > 1):
+            return
+        if self._open is None:
+            self._open = self._new_job()
+        n = min(len(self._pending), self._limit[0] - CUT_WINDOW - self._pushed)
+        if n > 0:
+            self._open[0].push(bytes(self._pending[:n]))
+            del self._pending[:n]
+            self._pushed += n
+
+    # -- output (in input order, on the caller's thread)
+    def _drain(self, out, wait: bool):
+        """Write the decided blocks of the groups at the head of the queue, and the index entry of each
+        finished one (its codec is freed).  wait: wait for every group handed to a worker."""
+        while self._jobs:
+            coder, codec, fut = self._jobs[0]
+            if fut is None:
+                finished = coder.done             # coded on this thread
+            elif wait or fut.done():
+                fut.result()                      # the group's exception, if any
+                finished = True
+            else:
+                finished = False                  # (its blocks so far are written all the same)
+            self._emit(coder.take(), out)
+            if not finished:
+                return
+            self._jobs.popleft()
+            self._give_codec(codec)
+            self._groups.append((coder.size, coder.coded_size))
+            self._used |= coder.used
+
+    def _emit(self, data, out):
+        if self._header_done:
+            out.append(data)
+            return
+        self._held.append(data)
+        if self._size > HEADER_WAIT or self._ended and not self._jobs and self._open is None:
+            with_id = self._get_codec is not None and (self._size > HEADER_WAIT or self._used)
+            out.append(F.header(self._adapt, self._check, self._model_id if with_id else None))
+            out.extend(self._held)
+            self._held = []
+            self._header_done = True
 
     def _guard(self, fn, *args):
         if self._error is not None:
@@ -574,6 +763,9 @@ class FrameEncoder:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
         codecs, self._codecs = self._codecs, []
+        for coder, codec, fut in self._jobs:      # a running worker's codec is left to it
+            if codec is not None and (fut is None or fut.done()):
+                codecs.append(codec)
         if self._release_codec is not None:
             for c in codecs:
                 self._release_codec(c)
@@ -592,15 +784,23 @@ class FrameEncoder:
                 raise OverflowError("input too large for one frame")
             self._crc = F.crc32(mv, self._crc)
             self._pending += mv
-            pos, g = 0, self._group_size
-            while len(self._pending) - pos > g:
-                k = cut_point(self._pending, pos, g)
-                self._multi = True
-                self._submit(bytes(self._pending[pos:pos + k]), False, out)
-                pos += k
-            if pos:
-                del self._pending[:pos]
-        self._collect(out, keep=len(self._inflight))
+            while True:
+                if self._limit is None:
+                    if self._pushed + len(self._pending) <= BLOCK_SIZE:
+                        break
+                    self._limit = self._group_probe()
+                g = self._limit[0]
+                if self._pushed + len(self._pending) <= g:
+                    break
+                k = cut_point(self._pending, 0, g - self._pushed)   # the cut window is in _pending
+                self._cut = True
+                rest = bytes(self._pending[:k])
+                del self._pending[:k]
+                self._close(rest, False)
+                self._drain(out, wait=len(self._jobs) > self._threads)
+        self._drain(out, wait=False)
+        self._advance_open()
+        self._drain(out, wait=False)
         return b"".join(out)
 
     def finish(self) -> bytes:
@@ -610,14 +810,12 @@ class FrameEncoder:
 
     def _finish(self):
         out = []
-        if self._pending:
-            raw, self._pending = bytes(self._pending), bytearray()
-            self._submit(raw, not self._multi, out)
-        self._collect(out, keep=0)
-        self._flush_plain(out)
-        if not self._header_done:      # empty input
-            out.append(F.header(self._adapt, self._check, None))
-            self._header_done = True
+        self._ended = True
+        if self._pending or self._open is not None:
+            rest, self._pending = bytes(self._pending), bytearray()
+            self._close(rest, not self._cut)
+        self._drain(out, wait=True)
+        self._emit(b"", out)          # the header, and what waited for it
         out.append(F.trailer(self._groups, self._size, self._check, self._crc))
         self._done = True
         self._shutdown()
@@ -627,7 +825,9 @@ class FrameEncoder:
 def max_compressed_size(n: int, group_size: int = GROUP_SIZE) -> int:
     """Upper bound on the frame the encoder writes for an n-byte input (docs/format.md §7.5)."""
     groups = -(-n // (group_size - CUT_WINDOW + 1))
-    blocks = groups + -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
+    # a 64 KiB piece the word model is tried on is cut before token 16,384 (each of at least a byte): at most 5
+    # blocks, each of which may end up stored
+    blocks = groups + TOKEN_CUTS_MAX * -(-n // (BLOCK_SIZE - CUT_WINDOW + 1))
     vi = lambda v: len(F.varint(v))
     header = F.HEADER_SIZE + F.MODEL_ID_SIZE
     trailer = 1 + vi(groups) + groups * (vi(group_size) + vi(group_size + (group_size // BLOCK_SIZE + 2) * 7)) \

@@ -222,7 +222,7 @@ class _TracingCodec:
 
     def __init__(self, codec, window):
         self._c = codec
-        self.adapt = codec.adapt      # the mode (encode_group resets the codec with its schedule)
+        self.adapt = codec.adapt      # the mode (GroupCoder resets the codec with its schedule)
         self._c.trace(True)
         self.window = window
         self.enc = None               # the FrameEncoder (its progress = offset of the block being coded)
@@ -283,16 +283,18 @@ def window_end(data, detail) -> int:
 
 
 def _frame_blocks(frame):
-    """(kind name, size, payload size, payload offset) of each block of a complete frame, in order."""
+    """(kind name, group start (0, 1, or a tracked group's size class), size, payload size, payload offset) of
+    each block of a complete frame, in order."""
     buf = memoryview(frame)
+    version, _ = _frame.parse_start(buf)
     p = _frame.parse_header(buf)[3]
     i = 0
     while True:
-        hdr = _frame.parse_block_header(buf, p, i)
+        hdr = _frame.parse_block_header(buf, p, i, version)
         if hdr is None:
             return
-        kind, _, size, psize, q = hdr
-        yield _frame.BLOCK_KINDS[kind], size, psize, q
+        kind, start, size, psize, q = hdr
+        yield _frame.BLOCK_KINDS[kind], start, size, psize, q
         p = q + psize + _frame.block_check_size(kind)
         i += 1
 
@@ -325,10 +327,26 @@ def _plain_tokens(data, a, b, pieces):
 
 class _ByteRuns:
     """Per-piece costs of byte-model blocks (see the module docstring): the frame's byte-model blocks are fed
-    in order (their run byte says where a run starts) and coded again in BYTE_PIECE-byte pieces."""
+    in order (their run byte says where a run starts, or the group, when it is tracked: docs/format.md §7.2)
+    and coded again in BYTE_PIECE-byte pieces; a tracked group's other blocks are learnt as the decoder
+    learns them."""
 
     def __init__(self):
         self._bc = None
+        self.tracked = False
+
+    def group(self, start):
+        """A group starts (start: 1, or a tracked group's size class)."""
+        from ._core import ByteCoder
+
+        self._bc, self.tracked = None, start > 1
+        if self.tracked:
+            self._bc = ByteCoder()
+            self._bc.start_run(start)
+
+    def learn(self, block):
+        """A tracked group's block that the byte model does not code."""
+        self._bc.feed(block)
 
     def block_costs(self, block, psize, run_byte):
         """Bits of each byte of `block` (a numpy float64 array), adding up to 8 * psize."""
@@ -379,8 +397,12 @@ def explain(data, *, model=None, adapt=_frame.DEFAULT_ADAPT, detail=None) -> Exp
     rdt = _record_dtype()
     recs, blocks, pos = [], [], 0
     runs = _ByteRuns()
-    for kind, size, psize, q in _frame_blocks(frame):
+    for kind, start, size, psize, q in _frame_blocks(frame):
         bi = len(blocks)
+        if start:
+            runs.group(start)
+        if runs.tracked and kind != "byte" and pos < window:
+            runs.learn(data[pos:pos + size])
         if kind == "model":
             bsize, bpsize, count, sums, trace = calls.pop(pos)
             if bsize != size or bpsize != psize:                # pragma: no cover - an encoder change

@@ -11,7 +11,8 @@ The frame (all fixed-width integers little-endian; "varint" = unsigned LEB128, c
               (with bit 0), bits 5-7 zero
     block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): model blocks]
               type: bits 0-1 kind (0 stored, 1 lzma, 2 word model, 3 byte model), bit 2 group start,
-              bits 3-7 zero
+              bits 3-7 zero, or (format 15, a group start) the size class 10..23 of the byte-model run of a
+              tracked group, which learns every byte of the group
               word-model blocks: at most 64 KiB of output, byte-model blocks at most 256 KiB; both are
               followed by the CRC32 of their output
     end       0x80
@@ -25,7 +26,8 @@ are independent (coded in parallel, seekable through the index).
 
 Format policy (docs/format.md): every released format decodes forever; a new format is added beside the
 frozen ones (a row of csrc/codec/formats.h, its own vectors), never by editing one.  Format 13 is the 1.0
-format; format 14 (format 13 with the gap mixer, docs/format.md §3.7) is written; both are read.  Frames of
+format; format 14 is format 13 with the gap mixer (docs/format.md §3.7); format 15 (format 14 with tracked
+groups, §7.2, written in one pass, §7.4) is written; all three are read.  Frames of
 formats 1-12 are refused with a message naming the release that reads them.
 """
 from __future__ import annotations
@@ -77,6 +79,9 @@ MAX_MODEL_TOKENS = native.MAX_BLOCK_TOKENS   # tokens of one word-model block, E
 
 TYPE_KIND_MASK = 0x03
 TYPE_GROUP_START = 0x04
+TYPE_TRACK_SHIFT = 3          # format 15: bits 3-7 of a group start = its tracked run's size class, or 0
+TRACK_MIN, TRACK_MAX = 10, 23  # the byte model's size classes (docs/format.md §9.1)
+TRACK_VERSION = 15            # the first format with tracked groups
 END_MARKER = 0x80
 
 MODEL_ID_SIZE = 32
@@ -217,8 +222,11 @@ def header(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
     return bytes(h)
 
 
-def block_header(kind: int, group_start: bool, size: int, payload_size: int) -> bytes:
-    return bytes([kind | (TYPE_GROUP_START if group_start else 0)]) + varint(size) + varint(payload_size)
+def block_header(kind: int, group_start: bool, size: int, payload_size: int, track: int = 0) -> bytes:
+    """track: the size class of a tracked group's byte-model run (format 15, group starts only), else 0."""
+    assert not track or group_start and TRACK_MIN <= track <= TRACK_MAX
+    t = kind | (TYPE_GROUP_START if group_start else 0) | track << TYPE_TRACK_SHIFT
+    return bytes([t]) + varint(size) + varint(payload_size)
 
 
 def trailer(groups, total: int, check: int, content_crc: int) -> bytes:
@@ -280,16 +288,19 @@ def block_check_size(kind: int) -> int:
     return BLOCK_CHECK_SIZE if kind in (BLOCK_MODEL, BLOCK_BYTE) else 0
 
 
-def parse_block_header(buf, pos: int, index: int):
-    """(kind, group_start, size, payload size, position of the payload) of the block header at buf[pos], or
-    None for the end marker; Incomplete if buf ends inside it."""
+def parse_block_header(buf, pos: int, index: int, version: int):
+    """(kind, start, size, payload size, position of the payload) of the block header at buf[pos] of a frame
+    of format `version`, or None for the end marker; Incomplete if buf ends inside it.  start: 0 (not a
+    group start), 1 (a group start) or, at the start of a tracked group (format 15), the size class of its
+    byte-model run (TRACK_MIN..TRACK_MAX)."""
     if pos >= len(buf):
         raise Incomplete
     t = buf[pos]
     if t == END_MARKER:
         return None
     kind = t & TYPE_KIND_MASK
-    if t & ~(TYPE_KIND_MASK | TYPE_GROUP_START):
+    track = t >> TYPE_TRACK_SHIFT
+    if track and not (version >= TRACK_VERSION and t & TYPE_GROUP_START and TRACK_MIN <= track <= TRACK_MAX):
         raise NLMError(f"corrupt frame: block {index} has unknown type 0x{t:02x}")
     size, p = read_varint(buf, pos + 1, "block header")
     psize, p = read_varint(buf, p, "block header")
@@ -305,7 +316,7 @@ def parse_block_header(buf, pos: int, index: int):
         MAX_BYTE_BLOCK if kind == BLOCK_BYTE else MAX_MODEL_BLOCK
     if size > limit:
         raise NLMError(f"corrupt frame: {BLOCK_KINDS[kind]} block {index} larger than {limit} bytes")
-    return kind, bool(t & TYPE_GROUP_START), size, psize, p
+    return kind, (track or 1) if t & TYPE_GROUP_START else 0, size, psize, p
 
 
 def parse_trailer(buf, pos: int, check: int):
@@ -346,7 +357,7 @@ def scan_frame(buf):
         adapt, check, model_id, p = parse_header(buf)
         blocks, seen, i = [], [], 0
         while True:
-            hdr = parse_block_header(buf, p, i)
+            hdr = parse_block_header(buf, p, i, version)
             if hdr is None:
                 break
             kind, start, size, psize, q = hdr
@@ -429,7 +440,7 @@ def _scan_file(f, pos):
         f.seek(cur)
         h = f.read(1 + 2 * MAX_VARINT_BYTES)
         try:
-            hdr = parse_block_header(h, 0, i)
+            hdr = parse_block_header(h, 0, i, version)
         except Incomplete:
             raise NLMError("truncated frame: the data ends inside a block header") from None
         if hdr is None:
@@ -460,9 +471,10 @@ def _scan_file(f, pos):
 def iter_blocks(buf):
     """(kind, group start, size, payload, block CRC or None) of every block of the complete frame at the
     start of buf, from its headers (nothing is decoded)."""
+    version, _ = parse_start(buf)
     p, i = parse_header(buf)[3], 0
     while True:
-        hdr = parse_block_header(buf, p, i)
+        hdr = parse_block_header(buf, p, i, version)
         if hdr is None:
             return
         kind, start, size, psize, q = hdr
@@ -532,9 +544,10 @@ def declared_size(buf) -> int:
     walk just stops.  Used to refuse a frame over max_output before any decoding."""
     total = 0
     try:
+        version, _ = parse_start(buf)
         p, i = parse_header(buf)[3], 0
         while True:
-            hdr = parse_block_header(buf, p, i)
+            hdr = parse_block_header(buf, p, i, version)
             if hdr is None:
                 return total
             kind, _, size, psize, q = hdr

@@ -214,6 +214,12 @@ class ByteCoder:
         o = lib.nlm_bytecoder_output(self.b, olen)
         return bytes(ffi.buffer(o, olen[0]))
 
+    def start_run(self, s):
+        return lib.nlm_bytecoder_start(self.b, s)
+
+    def feed(self, data):
+        return lib.nlm_bytecoder_feed(self.b, ffi.from_buffer(data), len(data))
+
     def decode_block(self, payload, dst_len):
         out = ffi.new("uint8_t[]", max(dst_len, 1))
         r = lib.nlm_bytecoder_decode(self.b, ffi.from_buffer(payload), len(payload), out, dst_len)

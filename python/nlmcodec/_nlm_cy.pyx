@@ -60,6 +60,8 @@ cdef extern from "nlm.h" nogil:
     int64_t nlm_bytecoder_encode(NlmByteCoder* b, const uint8_t* src, size_t n, uint64_t run_size, uint64_t cap)
     const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* length)
     int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
+    int nlm_bytecoder_start(NlmByteCoder* b, int s)
+    int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n)
 
 # The tuning switches (csrc/nlm_lab.h): tests and measurements only; frames are read and written through
 # nlm_codec_reset_for alone.
@@ -342,6 +344,17 @@ cdef class ByteCoder:
             return None
         o = nlm_bytecoder_output(self.b, &olen)
         return o[:olen]
+
+    def start_run(self, int s):
+        return nlm_bytecoder_start(self.b, s)
+
+    def feed(self, const uint8_t[::1] data):
+        cdef size_t n = data.shape[0]
+        cdef const uint8_t* src = &data[0] if n else <const uint8_t*>b""
+        cdef int r
+        with nogil:
+            r = nlm_bytecoder_feed(self.b, src, n)
+        return r
 
     def decode_block(self, const uint8_t[::1] payload, size_t dst_len):
         """Decoded bytes, or a negative error code."""

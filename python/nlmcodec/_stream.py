@@ -54,11 +54,12 @@ class _NoPickle:
 
 class NLMCompressor(_NoPickle):
     """Incremental compressor (like lzma.LZMACompressor): compress(data) returns the frame's bytes as its
-    groups are finished (b"" until then); flush() returns the rest and ends the frame.  Memory is bounded
-    by a few groups (4 MiB each) per thread, whatever the input size.
+    blocks are decided (the first ones once 192 KiB are in; docs/format.md §7.4); flush() returns the rest and
+    ends the frame.  The frame is compress()'s, however the input is fed.  Memory is bounded by a few groups
+    (4 or 8 MiB each) per thread, whatever the input size.
 
     model: a Model, a bundled model name or a path; None (the default): the bundled default models, of
-    which each frame uses the one that codes a probe of its first group smaller, an input under 32 KiB the
+    which each frame uses the one that codes a probe of its first 128 KiB smaller, an input under 32 KiB the
     newest (``python -m nlmcodec -l`` lists them; the frame names the model; model_id is the chosen
     model's id, None until the choice is made).  adapt: "heads" (the
     default, heads mode: dynamic evaluation of the output heads only, docs/format.md §6.5), True (dynamic
@@ -102,8 +103,8 @@ class NLMCompressor(_NoPickle):
         if self._done:
             raise ValueError("Compressor has been flushed")
         data = memoryview(data).cast("B")
-        if self._enc is None:          # the model is chosen on the first CHOICE_WINDOW bytes (the first group:
-            self._head += data         # nothing of the frame could be written before they are in anyway)
+        if self._enc is None:          # the model is chosen on the first CHOICE_WINDOW bytes (nothing of the
+            self._head += data         # frame is written before HEADER_WAIT > CHOICE_WINDOW bytes are in anyway)
             if len(self._head) < _encode.CHOICE_WINDOW:
                 return b""
             data, self._head = memoryview(self._head), None
@@ -271,7 +272,7 @@ class NLMDecompressor(_NoPickle):
 # ---------------------------------------------------------------------------------------------- one-shot
 def compress(data, /, *, model=None, adapt=_frame.DEFAULT_ADAPT, check=CHECK_CRC32, threads=1) -> bytes:
     """Compress bytes into one frame.  model: Model, bundled name or path (None: the bundled default models,
-    the one that codes a probe of the first group smaller; see NLMCompressor);
+    the one that codes a probe of the first 128 KiB smaller; see NLMCompressor);
     adapt: "heads" (the default: only the output heads adapt), True (dynamic mode: everything adapts; the
     smallest output, about half the speed) or False (static, the fastest); check: CHECK_CRC32 or
     CHECK_NONE; threads: 0 = one per core (the bytes

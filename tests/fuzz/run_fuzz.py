@@ -81,8 +81,9 @@ def _block_seeds():
 
     for name, b in _frames():
         try:                                 # frames this build reads (the retired ones raise)
+            version, _ = F.parse_start(b)
             adapt, _check, _model_id, pos = F.parse_header(b)
-            blk = F.parse_block_header(b, pos, 0)
+            blk = F.parse_block_header(b, pos, 0, version)
         except (nlmcodec.NLMError, F.Incomplete):
             continue
         if blk is None or blk[0] not in (F.BLOCK_MODEL, F.BLOCK_BYTE):

@@ -161,7 +161,7 @@ def _print_version(api):
             files = model_files()
             models = ", ".join(f"{n} (id {file_id(files[n]).hex()[:16]}...)" for n in names)
             lines.append(f"default model{'s' if len(names) > 1 else ''}: {models}"
-                         + ("; each file uses the one that codes a probe of its first 4 MiB smaller (under 32 KiB: the "
+                         + ("; each file uses the one that codes a probe of its first 128 KiB smaller (under 32 KiB: the "
                             "first)" if len(names) > 1 else ""))
     except Exception as e:      # a broken install still says its version
         lines.append(f"default model: unknown ({type(e).__name__}: {e})")

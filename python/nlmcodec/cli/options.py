@@ -107,7 +107,7 @@ def _build_parser():
     c.add_argument("-m", "--model", metavar="NAME|PATH",
                    help="model name (bundled, or in a directory of NLMCODEC_MODEL_PATH) or model file "
                         "(default: the bundled default models, default-N: each file uses the one that codes a "
-                        "probe of its first 4 MiB smaller, a file under 32 KiB the newest; 'default' names the "
+                        "probe of its first 128 KiB smaller, a file under 32 KiB the newest; 'default' names the "
                         "newest); decompression finds "
                         "models by the id stored in the frame")
     c.add_argument("--static", "--no-adapt", dest="adapt", action="store_const", const=False, default=None,
