@@ -74,8 +74,8 @@ def test_blocks_file_carries_format_and_mode(exported):
     """Each vector names its frame's format version and mode, starts with a reset, and every mode is there."""
     _, vec = exported
     recs = read_blocks(vec / "blocks.bin")
-    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14}
-    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14) for m in (0, 1, 2)}
+    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14, 15}
+    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14, 15) for m in (0, 1, 2)}
     for name, _, version, *_ in recs:
         assert all(n.startswith(f"v{version}/") for n in name.split("=")), (name, version)
     assert all(r[4][0] == ("reset",) and any(op[0] == "block" for op in r[4]) for r in recs)
@@ -134,15 +134,15 @@ def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
     import nlmcodec
     from nlmcodec import _registry
 
-    default = "default-3"                  # the default model of the current format's vectors (format 14)
-    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 14
+    default = "default-3"                  # the default model of the current format's vectors (format 15)
+    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 15
     r = subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp_path),
                         "--models", default, "--light-budget", str(lane.LIGHT_BUDGET)],
                        check=True, capture_output=True, text=True)
     mfile = nlmcodec.load_model(default).model_id.hex()[:16] + ".nlmm"
     light = {n for rec in read_blocks(tmp_path / "blocks_light.bin") if rec[1] == mfile and rec[3] == 2
              for n in rec[0].split("=")}
-    assert {f"v14/short_english-{default}-heads", f"v14/alice_4k-{default}-heads"} <= light, r.stdout
+    assert {f"v15/short_english-{default}-heads", f"v15/alice_4k-{default}-heads"} <= light, r.stdout
     everything = {n for rec in read_blocks(tmp_path / "blocks.bin") for n in rec[0].split("=")}
     kept = {n for rec in read_blocks(tmp_path / "blocks_light.bin") for n in rec[0].split("=")}
     m = re.search(r"left out \(work over [^)]*\): (.*)$", r.stdout, re.M)

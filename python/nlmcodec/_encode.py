@@ -13,7 +13,8 @@ Policy (not part of the format; any valid choice decodes; docs/format.md §7.4 s
   and, when the word model is not clearly ahead of lzma preset 1 (above BYTE_TRY_RATIO x; "clearly ahead"
   without the preset-1 coding when at most SCREEN_RATIO x zlib level 1: _above_try_ratio), than lzma -9e.
   Otherwise the codec is restore()d and the block is coded by the group's byte-model run (_PlainRun), or
-  stored, or lzma -9e, whichever is smaller.
+  stored, or lzma -9e, whichever is smaller; in a plain group, once lzma wins a block, the rest of the group
+  is gathered into one lzma block, written when the group ends.
 * The hold: while the word model is tried, a group's first blocks (up to HOLD bytes, or EARLY_MIN bytes of
   word-model blocks) are held.  When the first word-model block is above BYTE_TRY_RATIO x lzma preset 1,
   or a fresh byte model codes it in less than TRACK_RATIO x its payload, the byte model codes the group
@@ -314,6 +315,7 @@ class _PlainRun:
         from ._core import ByteCoder
 
         self._bc = None
+        self._lz = None               # collect(): the bytes gathered for one lzma block
         self.track = track
         if track:
             self._bc = ByteCoder()
@@ -321,12 +323,18 @@ class _PlainRun:
         self.size = self.pos = 0
         self.parts = [] if keep else None
 
-    def code(self, block, room: int) -> tuple:
+    def code(self, block, room: int, collect=False):
         """The part for block; room: at most this many bytes of the group from block's start on (a fresh
-        untracked run is sized for them)."""
+        untracked run is sized for them).  collect (a plain group): once lzma wins a block, that block and
+        every later one are gathered for one lzma block (flush()), as lzma codes long repeats across blocks
+        that it would lose in 64 KiB pieces; None is returned for them."""
         from ._core import ByteCoder
 
         k = len(block)
+        if self._lz is not None:
+            self._lz += block
+            self.pos += k
+            return None
         stored = (F.BLOCK_STORED, k, bytes(block))
         start = self._bc is None
         if start:
@@ -341,11 +349,30 @@ class _PlainRun:
                 best = lz
         if (best is not part or part[0] != F.BLOCK_BYTE) and not self.track:
             self._bc = None
+        if collect and best[0] == F.BLOCK_LZMA and not self.track:
+            self._lz = bytearray(block)
+            self.pos += k
+            return None
         self.size += _coded_size([best])
         self.pos += k
         if self.parts is not None:
             self.parts.append(best)
         return best
+
+
+    def flush(self) -> list:
+        """The parts of the bytes collect() gathered: one lzma block, or stored blocks if lzma does not make
+        them smaller."""
+        if self._lz is None:
+            return []
+        data, self._lz = bytes(self._lz), None
+        lz = F.lzma_compress(data, LZMA_PRESET)
+        parts = [(F.BLOCK_LZMA, len(data), lz)] if len(lz) < len(data) else \
+            [(F.BLOCK_STORED, q, data[p:p + q]) for p, q in _pieces(data, F.MAX_STORED_BLOCK)]
+        self.size += _coded_size(parts)
+        if self.parts is not None:
+            self.parts += parts
+        return parts
 
 
 class GroupCoder:
@@ -406,6 +433,8 @@ class GroupCoder:
         self._cut()
         if self._holding:
             self._decide_hold()
+        for part in self._plain.flush():
+            self._write(part)
         self.size = len(self._raw)
         self.done = True
 
@@ -450,9 +479,10 @@ class GroupCoder:
     def _split(self, pos, k):
         """The blocks of the piece raw[pos:pos + k]: cut again before the token that would take a word-model
         block over F.MAX_MODEL_TOKENS (_model_pieces) while the word model is tried; whole otherwise."""
-        if not self._word:
+        piece = bytes(self._raw[pos:pos + k])
+        if not self._word or _looks_binary(piece):     # (the word model skips a binary block anyway)
             return [(pos, k)]
-        return [(pos + p, q) for p, q in _model_pieces(bytes(self._raw[pos:pos + k]))]
+        return [(pos + p, q) for p, q in _model_pieces(piece)]
 
     def _try_word(self, block, pos, last, i):
         """The word model's part for the block, or None (the codec is then as before the block)."""
@@ -520,7 +550,10 @@ class GroupCoder:
             self._wbytes += k
             self._wsize += len(part[2])
         if part is None:
-            part = self._plain.code(block, k if last else self._g - pos)
+            part = self._plain.code(block, k if last else self._g - pos,
+                                    collect=not self._word and not self._holding and not self._plain.track)
+            if part is None:          # gathered for one lzma block (written when the group ends)
+                return
         if self._track is not None:               # the group from its start, at the blocks' cuts
             for p, q in [(p, held[1]) for p, held in self._held] + [(pos, k)]:
                 if p >= self._track.pos:
