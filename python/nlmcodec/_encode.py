@@ -574,10 +574,11 @@ class GroupCoder:
         held, self._held = self._held, []
         track, self._track = self._track, None
         parts = [part for _, part in held]
+        n = sum(part[1] for part in parts)
+        whole = self._ended and n == len(self._raw)      # the held blocks are the whole group
         if track is not None:
             self._plain = track
             mixed = [p if p[0] == F.BLOCK_MODEL else t for p, t in zip(parts, track.parts)]
-            whole = self._ended and not self._queue and self._pos == len(self._raw)
             penalty = F.MODEL_ID_SIZE if whole and self._id_optional() else 0
             if self._wbytes >= EARLY_MIN and _byte_ahead(track, self._wbytes, self._wsize, EARLY_RATIO) or \
                     _byte_ahead(track, self._wbytes, self._wsize, EARLY_STRONG) or \
@@ -597,9 +598,7 @@ class GroupCoder:
                 self._write(part)
             return
         size = _coded_size(parts)
-        n = sum(part[1] for part in parts)
         if any(t != F.BLOCK_MODEL for t, _, _ in parts) or _above_try_ratio(self._raw[:n], size, self._zsum):
-            whole = self._ended and n == len(self._raw)      # the held blocks are the whole group
             alt = _PlainRun(keep=True)
             for p, q in _pieces(self._raw[:n], BLOCK_SIZE):
                 alt.code(memoryview(self._raw)[p:p + q], n - p if whole else self._g - p)
