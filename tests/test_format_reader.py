@@ -15,18 +15,19 @@ blocks of 64 KiB of news (news_64k-<default>).  Vectors without a word-model blo
 nothing to decode and are not listed (the nomodel ones, binary, one_byte, mixed, empty, and the fallback and
 news_64k frames whose blocks the encoder gave to the byte model).
 
-Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the
-tiny models, and of the older formats' default models; format 15's tracked-* vectors (270 KB each; their
-word-model blocks are coded as in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others: the context carried over
-64-KiB blocks and across a byte-model block by format 14's default-model fallback-* and news_64k-* (every mode;
-format 13 differs only in the gap coding, which its other vectors take), and each tiny model's own
-arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every mode by its
-alice_4k, short_english, spelled and repeats vectors; no rule of the format depends on both.
+Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the older
+formats, the default model's in dynamic mode (about two minutes each; the tiny model's are read instead) and
+those of the other tiny models; format 15's tracked-* vectors (270 KB each; their word-model blocks are coded as
+in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others:
+the context carried over 64-KiB blocks and across a byte-model block by the current format's fallback-* and
+news_64k-* (the default model in static and heads mode, the tiny model in dynamic mode: §6's updates do not
+depend on the model's size; format 13 differs only in the gap coding, which its other vectors take), and each
+tiny model's own arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every
+mode by its alice_4k, short_english, spelled and repeats vectors; no rule of the format depends on both.
 
-Marked slow (30 s to minutes of CPU each on the shared 2-core machine): the default model's fallback-* and
-news_64k-*, spelled-* and repeats-* of tiny-lstm, tiny-nplm and tiny-kn (about 10 s each: the spelling and
-match paths they load are taken in the quick lane by the tiny and default vectors of the same names, since the
-speller, the body mixer, the match flag and the token cache do not depend on the model type, and the models'
+Marked slow (30 s to minutes of CPU each on the shared 2-core machine): the fallback-* and news_64k-*; spelled-*
+and repeats-* of tiny-lstm, tiny-nplm and tiny-kn (about 10 s each: the spelling and match paths they load are
+taken in the quick lane by the tiny and default vectors of the same names, since the speller, the body mixer, the match flag and the token cache do not depend on the model type, and the models'
 own arithmetic by their alice_4k and short_english vectors), and every vector of a frozen older format (format
 13: its rules are unchanged, and the current format's vectors take the same paths but for the gaps)."""
 import os
@@ -62,9 +63,18 @@ def word_payloads(v):
 
 
 _TWINS = {(v.model, v.adapt, word_payloads(v)) for ver in set(TWIN.values()) for v in VS.ok_vectors(ver)}
+
+
+def heavy_read(v, dflt):
+    """Whether a fallback-* or news_64k-* vector is read: the current format's, the default model's in static and
+    heads mode and the tiny model's in dynamic mode (for time: the default model's dynamic ones take minutes)."""
+    return v.format_version == nlmcodec.FORMAT_VERSION and (
+        (v.model == dflt and v.adapt is not True) or (v.model == "tiny" and v.adapt is True))
+
+
 VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
-           and has_word_blocks(v) and not ((v.model != dflt or ver < nlmcodec.FORMAT_VERSION)
-                                           and v.name.startswith(("fallback-", "news_64k-")))   # for time
+           and has_word_blocks(v)
+           and (heavy_read(v, dflt) or not v.name.startswith(("fallback-", "news_64k-")))   # for time
            and not v.name.startswith("tracked-")       # for time: 270 KB, word-model blocks like any other
            and not (ver in TWIN and (v.model, v.adapt, word_payloads(v)) in _TWINS)]
 SLOW = {v.key for v in VECTORS if v.name.startswith(("fallback-", "news_64k-"))
@@ -97,7 +107,8 @@ def test_there_are_vectors_of_every_model_and_mode(version):
                 assert {"spelled", "repeats"} <= names, (model, adapt, names)
     for adapt in MODES:       # word-model blocks on both sides of a byte-model block; two blocks of 64 KiB
         name = VS.ADAPT_NAMES[adapt]
-        heavy = {f"v{version}/fallback-{dflt}-{name}", f"v{version}/news_64k-{dflt}-{name}"}
+        model = "tiny" if adapt is True else dflt
+        heavy = {f"v{version}/fallback-{model}-{name}", f"v{version}/news_64k-{model}-{name}"}
         assert heavy <= SLOW if version == nlmcodec.FORMAT_VERSION else not heavy & {v.key for v in VECTORS}, adapt
     assert all((v.key in SLOW) == (version < nlmcodec.FORMAT_VERSION) for v in quick)
 
