@@ -248,7 +248,7 @@ const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
  * A run of consecutive byte-model blocks of a group shares one model: the first block of a run starts it
  * (its payload says for how many bytes at most), the next ones continue it. */
 typedef struct NlmByteCoder NlmByteCoder;
-/* The byte model of frame format version (formats.h: formats 13 to 15 model 1, §9.1-§9.4; 16 on model 2, §9.5).
+/* The byte model of frame format version (formats.h: formats 13 to 15 model 1, §9.1-§9.5; 16 on model 2, §9.7).
  * NULL and *err = NLM_ERR_STATE for a version this build does not read. */
 NlmByteCoder* nlm_bytecoder_new(int version, int* err);
 void nlm_bytecoder_free(NlmByteCoder* b);

@@ -15,6 +15,12 @@
  * Update after the bit: states step through the bit-history machine, state maps move toward the bit at
  * rate 1/(n + 1.5) (n capped), mixer weights by err * x, the APM's two buckets toward the bit.
  *
+ * Byte model 2 (docs/format.md §9.7, format 16 on; CM_MODEL_2): 12 hashed contexts (+ the line's first byte
+ * with the column, the two bytes above, the column with c1, order 8); a run input per hashed context (the byte
+ * that followed it last time and how often in a row, from a shared run table); four weight sets (+ by column
+ * class and c0, by contexts seen and the low nibble of c1) over 32 lanes, mixed by a final learned mixer
+ * selected by c0; a third APM by a hash of order 3.  Model 1 is the rest of this comment.
+ *
  * Every table (squash, stretch, state machine, reciprocals) is computed here by integer code, so the
  * model is the same on every CPU and compiler by construction.
  *
@@ -32,7 +38,7 @@
 /* ---- fixed design constants (format constants: docs/format.md §9.2) ---- */
 enum {
     NH = 8,            /* model 1: hashed contexts o2 o3 o4 o6 word column sparse word0 */
-    NH2 = 12,          /* model 2: + line-start/column, the two bytes above, column/o1, order 8 (§9.5) */
+    NH2 = 12,          /* model 2: + line-start/column, the two bytes above, column/o1, order 8 (§9.7) */
     NH_MAX = NH2,
     NIN_MAX = 2 * KERN_MIX_N, /* model 2's inputs: 14 contexts, match, bias, ext, 12 runs, 3 unused lanes */
     NINP = KERN_MIX_N, /* model 1's weight-set stride: inputs NIN.. are 0, so their weights never move */
@@ -61,7 +67,7 @@ enum {
 
 struct CmModel {
     int size;                 /* size class s: the run has at most 2^s bytes (0: a speller model, no limit) */
-    int model;                /* CM_MODEL_1 (§9.1-§9.4) or CM_MODEL_2 (§9.5) */
+    int model;                /* CM_MODEL_1 (§9.1-§9.5) or CM_MODEL_2 (§9.7) */
     int nh, nctx;             /* hashed contexts; + order 1 and order 0 */
     int in_match, in_bias, in_ext, in_run, nin; /* input indices: match, bias, the speller's PPM, model 2's runs
                                  (one per hashed context); inputs in use */
@@ -99,7 +105,7 @@ struct CmModel {
     int32_t* w2;              /* mixer 2: M2_SETS sets x NINP */
     int32_t* wsel1, *wsel2;   /* the selected sets */
     int t1, t2, pmix;         /* mixer outputs (stretch domain) and the mix (12-bit p) */
-    /* model 2 (§9.5) */
+    /* model 2 (§9.7) */
     int32_t *w3, *w4;         /* mixers 3 and 4: M3_SETS, M4_SETS sets x NINP2 */
     int32_t *wsel3, *wsel4;
     int t3, t4;
@@ -603,7 +609,7 @@ static inline void apm_row_touch(CmModel* m, uint16_t* a, uint8_t* set, size_t r
     }
 }
 
-/* Model 2 (docs/format.md §9.5), after model 1's inputs: the run inputs, four mixers, the final mixer and
+/* Model 2 (docs/format.md §9.7), after model 1's inputs: the run inputs, four mixers, the final mixer and
  * three APM stages. */
 static int cm_predict2(CmModel* m, int msel) {
     int32_t* x = m->x;

@@ -22,7 +22,7 @@
 
 typedef struct CmModel CmModel;
 
-/* The byte models: 1 is docs/format.md §9.1-§9.4 (formats 13 to 15), 2 is §9.5 (format 16 on: more contexts,
+/* The byte models: 1 is docs/format.md §9.1-§9.5 (formats 13 to 15), 2 is §9.7 (format 16 on: more contexts,
  * confidence and run inputs, four mixers and a final one, a third APM).  The speller's is model 1. */
 #define CM_MODEL_1 1
 #define CM_MODEL_2 2

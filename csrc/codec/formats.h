@@ -24,7 +24,7 @@ typedef struct {
     int rate_a, rate_b;   /* dynamic contexts: trained step sizes times rate_a, decay times rate_b (§6.5) */
     int gap_mixer;        /* 0: the gap symbol coded with §3.3's blend, a literal run by §5.3; 1: both by the gap
                            * mixer (§3.7) */
-    int byte_model;       /* CM_MODEL_* of the byte-model blocks (§9): 1 (§9.1-§9.4) or 2 (§9.5) */
+    int byte_model;       /* CM_MODEL_* of the byte-model blocks (§9): 1 (§9.1-§9.5) or 2 (§9.7) */
 } NlmFormatRow;
 
 static const NlmFormatRow NLM_FORMATS[] = {
@@ -40,7 +40,7 @@ static const NlmFormatRow NLM_FORMATS[] = {
     {15, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_1},
     {15, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_1},
     {15, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_1},
-    /* format 16: format 15 with byte model 2 (§9.5) */
+    /* format 16: format 15 with byte model 2 (§9.7) */
     {16, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_2},
     {16, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_2},
     {16, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_2},
