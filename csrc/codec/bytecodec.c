@@ -4,7 +4,7 @@
  * Owns the payload layout of a byte-model block: one byte, 0 to continue the run of the previous
  * byte-model block of the group or a size class s (CM_SIZE_MIN..CM_SIZE_MAX) to start a fresh model for
  * a run of at most 2^s bytes; then the range-coder bytes of the block's bits (flushed per block, checked
- * canonical by the decoder); and a tracked group's run (format 15, §7.2): started by the group, fed the
+ * canonical by the decoder); and a tracked group's run (formats 15 and 16, §7.2): started by the group, fed the
  * bytes of its other blocks.
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */

@@ -44,7 +44,7 @@ def _decode_block(codec, b: _Block) -> bytes:
 
 
 def _start_track(bcoder, b: _Block) -> bool:
-    """At a group start: begin the tracked group's byte-model run (format 15, docs/format.md §7.2), or end
+    """At a group start: begin the tracked group's byte-model run (formats 15 and 16, docs/format.md §7.2), or end
     the run in progress.  True when the group is tracked."""
     bcoder.reset()
     if b.start == 1:
