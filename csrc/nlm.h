@@ -137,7 +137,7 @@ void nlm_codec_free(NlmCodec* c);
  * A frame names its format version and mode; together they fix every option of its word-model blocks.  The
  * one table of what they mean is csrc/codec/formats.h: a C program that reads a frame's header configures a
  * codec with nlm_codec_reset_for and decodes its blocks. */
-#define NLM_FORMAT_VERSION 15 /* the format this build writes */
+#define NLM_FORMAT_VERSION 16 /* the format this build writes */
 #define NLM_FORMAT_OLDEST 13  /* the oldest it reads (formats 1-12: nlmcodec 0.1.0) */
 #define NLM_MODE_STATIC 0     /* no adaptation (a context made with adapt 0) */
 #define NLM_MODE_DYNAMIC 1    /* every part adapts (§6.3-§6.4; a context made with adapt 1) */
@@ -248,7 +248,9 @@ const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n);
  * A run of consecutive byte-model blocks of a group shares one model: the first block of a run starts it
  * (its payload says for how many bytes at most), the next ones continue it. */
 typedef struct NlmByteCoder NlmByteCoder;
-NlmByteCoder* nlm_bytecoder_new(int* err);
+/* The byte model of frame format version (formats.h: formats 13 to 15 model 1, §9.1-§9.5; 16 on model 2, §9.7).
+ * NULL and *err = NLM_ERR_STATE for a version this build does not read. */
+NlmByteCoder* nlm_bytecoder_new(int version, int* err);
 void nlm_bytecoder_free(NlmByteCoder* b);
 /* End the run in progress (group start): the next block must start a run. */
 int nlm_bytecoder_reset(NlmByteCoder* b);

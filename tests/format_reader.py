@@ -1,4 +1,4 @@
-"""format_reader.py: a second reader of the word-model block payloads of formats 13, 14 and 15, written from
+"""format_reader.py: a second reader of the word-model block payloads of formats 13 to 16, written from
 docs/format.md §1–§6 and §9 (the byte model, the speller of §5.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
@@ -1141,7 +1141,7 @@ class Reader:
 
     def reset(self, adapt=None, version=None):
         """The state at a group start (§7.2); adapt: switch between static (False), dynamic (True) and heads
-        ("heads") mode; version: the frame's format (13, 14 or 15; 15 reads as 14)."""
+        ("heads") mode; version: the frame's format (13 to 16; 15 and 16 read as 14)."""
         if adapt is not None:
             self.adapt = adapt
         if version is not None:
@@ -1473,10 +1473,10 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a format-13, 14 or 15 frame (§7.1: a CRC32 follows
+    """(adapt, [(group start, block kind, size, payload)]) of a format-13 to 16 frame (§7.1: a CRC32 follows
     each word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5).  The version
     is frame[4]."""
-    assert frame[:4] == b"\xb1NLM" and frame[4] in (13, 14, 15)
+    assert frame[:4] == b"\xb1NLM" and frame[4] in (13, 14, 15, 16)
     flags = frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []

@@ -76,18 +76,18 @@ def test_scalar_reference_equals_optimised_builds(tmp_path, inputs):
         builds[("clang", "simd")] = cbuild.build("cm_driver.c", SOURCES, tmp_path, "simd", cc="clang")
     results = {k: run_driver(exe, inputs) for k, exe in builds.items()}
     ref = results[("gcc", "ref")]
-    assert len(ref) == len(inputs)
+    assert len(ref) == 2 * len(inputs)                               # each input by byte models 1 and 2
     for k, rows in results.items():
         assert rows == ref, k
 
 
-def test_exact_sizes_are_pinned():
-    """What this release's byte model writes for fixed inputs (a change here changes the format)."""
-    bc = ByteCoder()
+@pytest.mark.parametrize("version, sizes", [(15, (17_157, 80)), (16, (15_848, 82))])
+def test_exact_sizes_are_pinned(version, sizes):
+    """What each byte model writes for fixed inputs, byte model 1 (formats 13 to 15) and 2 (format 16): a change
+    here changes a format."""
     log = log_text(300_000)
-    assert len(bc.encode_block(log, len(log))) == 17_157
-    bc2 = ByteCoder()
-    assert len(bc2.encode_block(ENGLISH, len(ENGLISH))) == 80
+    assert (len(ByteCoder(version).encode_block(log, len(log))),
+            len(ByteCoder(version).encode_block(ENGLISH, len(ENGLISH)))) == sizes
 
 
 def test_byte_model_beats_lzma_on_structured_text():
@@ -227,11 +227,13 @@ def test_block_that_would_expand_is_stored_and_a_new_run_starts():
     assert nlmcodec.decompress(f) == mixed
 
 
-def test_memory_of_a_run():
-    """What docs/format.md §9.1 and the README state: a run of the largest size class owns 86.3 MiB (64 MiB of
-    slots, 8 MiB history, 8 MiB match table and its 2 MiB of check bytes, 4.3 MB of APMs), a small one under 5 MB."""
-    big, small = ByteCoder(), ByteCoder()
+@pytest.mark.parametrize("version, mib, small_mb", [(15, 86.4, 5), (16, 103.2, 6)])
+def test_memory_of_a_run(version, mib, small_mb):
+    """What docs/format.md §9.1 and §9.7 state: a run of the largest size class owns 86.4 MiB with byte model 1 (64
+    MiB of slots, 8 MiB history, 8 MiB match table and its 2 MiB of check bytes, 4.3 MB of APMs), 103.2 MiB with
+    byte model 2 (its 16 MiB run table, more weights, a third APM); a small one under 5 MB (model 2: 6 MB)."""
+    big, small = ByteCoder(version), ByteCoder(version)
     big.encode_block(b"x" * 100, 1 << 23)
     small.encode_block(b"x" * 100, 100)
-    assert round(big.memory() / 2 ** 20, 1) == 86.3
-    assert small.memory() < 5_000_000
+    assert round(big.memory() / 2 ** 20, 1) == mib
+    assert small.memory() < small_mb * 1_000_000

@@ -1,9 +1,10 @@
 """test_format_reader.py: docs/format.md §1–§6 and §9 are complete: tests/format_reader.py, a second reader
 written from that text alone (numpy float32 and Python integers, no code shared with csrc/), decodes the
-word-model blocks of the golden vectors of formats 13, 14 and 15 (codec/vectors/vectorset.py) to the vectors' bytes.
-Format 15's word-model blocks are format 14's (it changed the encoder and the byte model's tracked groups, §7.2,
-which this reader does not read): a format-14 vector whose word-model blocks a format-15 vector of the same model
-and mode holds byte for byte is decoded once, as the format-15 vector.
+word-model blocks of the golden vectors of formats 13 to 16 (codec/vectors/vectorset.py) to the vectors' bytes.
+The word-model blocks of formats 15 and 16 are format 14's (format 15 changed the encoder and added tracked
+groups, §7.2, format 16 the byte model, §9.7; neither is this reader's): a format-14 or format-15 vector whose
+word-model blocks a format-16 vector of the same model and mode holds byte for byte is decoded once, as the
+format-16 vector.
 
 Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
 the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the
@@ -17,7 +18,7 @@ news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the older
 formats, the default model's in dynamic mode (about two minutes each; the tiny model's are read instead) and
-those of the other tiny models; format 15's tracked-* vectors (270 KB each; their word-model blocks are coded as
+those of the other tiny models; the tracked-* vectors (270 KB each; their word-model blocks are coded as
 in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others:
 the context carried over 64-KiB blocks and across a byte-model block by the current format's fallback-* and
 news_64k-* (the default model in static and heads mode, the tiny model in dynamic mode: §6's updates do not
@@ -49,8 +50,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("NLMCODEC_BACKEND") == "cffi",
                                 reason="binding-independent: run in the Cython lane")
 
 TINY = ("tiny", "tiny-lstm", "tiny-nplm", "tiny-kn")
-DEFAULT_OF = {13: "default-2", 14: "default-3", 15: "default-3"}   # the default model of each format's vectors
-TWIN = {14: 15}                                      # formats whose word-model blocks decode alike (§7.1)
+DEFAULT_OF = {13: "default-2", 14: "default-3", 15: "default-3", 16: "default-3"}   # each format's default model
+TWIN = {14: 16, 15: 16}                              # formats whose word-model blocks decode alike (§7.1)
 MODES = (False, True, "heads")
 
 

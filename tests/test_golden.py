@@ -20,7 +20,8 @@ import vectorset as VS  # noqa: E402
 # entries (every frame's and input's SHA-256 included) hash to this; a new format adds its own line.
 FROZEN = {13: "615bd8699ee29f9d140fc678cb855761d0fbf89908726d60e684cb082cb4abb4",
           14: "682dd1c49dbbee0b248d72132837095eb5381040f217a26651aa73bfacdfebe6",
-          15: "03fe664a9fddff5057bab46610158d5c1371da8c1cd0195d9509579bb416a68e"}
+          15: "03fe664a9fddff5057bab46610158d5c1371da8c1cd0195d9509579bb416a68e",
+          16: "c48fba013538295121beef5a15f88a7e6c76c8c965becc4fff6fa41a525b7fbe"}
 
 OK = VS.ok_vectors()
 ERRORS = VS.error_vectors()
@@ -58,13 +59,14 @@ def test_vectors_cover_every_model_type_mode_and_path():
     for n in ("fallback-default-2-heads", "log_270k-nomodel-static", "alice_4k-tiny-kn-heads",
               "short_english-nomodel-nocheck", "concat-nomodel", "tracked-default-3-static"):
         assert n in names, n
-    # format 15's tracked groups (docs/format.md §7.2): one of word-model and byte-model blocks, one of byte-model
-    # blocks only
-    tracked = {v.name: list(_frame.iter_blocks(v.frame())) for v in OK if v.format_version == 15
-               and v.name in ("tracked-default-3-static", "tracked-tiny-static")}
-    assert all(blocks[0][1] > 1 for blocks in tracked.values())
-    assert {k for k, *_ in tracked["tracked-default-3-static"]} == {_frame.BLOCK_MODEL, _frame.BLOCK_BYTE}
-    assert {k for k, *_ in tracked["tracked-tiny-static"]} == {_frame.BLOCK_BYTE}
+    # tracked groups (formats 15 and 16, docs/format.md §7.2): one of word-model and byte-model blocks, one of
+    # byte-model blocks only
+    for version in (15, 16):
+        tracked = {v.name: list(_frame.iter_blocks(v.frame())) for v in OK if v.format_version == version
+                   and v.name in ("tracked-default-3-static", "tracked-tiny-static")}
+        assert all(blocks[0][1] > 1 for blocks in tracked.values())
+        assert {k for k, *_ in tracked["tracked-default-3-static"]} == {_frame.BLOCK_MODEL, _frame.BLOCK_BYTE}
+        assert {k for k, *_ in tracked["tracked-tiny-static"]} == {_frame.BLOCK_BYTE}
     assert len(ERRORS) >= 25
     for version in _frame.READ_VERSIONS:              # each format's vectors: a couple of hundred files, not thousands
         assert sum(1 for p in (VEC / f"v{version}").rglob("*") if p.is_file()) < 250, version

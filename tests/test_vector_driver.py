@@ -74,8 +74,8 @@ def test_blocks_file_carries_format_and_mode(exported):
     """Each vector names its frame's format version and mode, starts with a reset, and every mode is there."""
     _, vec = exported
     recs = read_blocks(vec / "blocks.bin")
-    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14, 15}
-    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14, 15) for m in (0, 1, 2)}
+    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14, 15, 16}
+    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14, 15, 16) for m in (0, 1, 2)}
     for name, _, version, *_ in recs:
         assert all(n.startswith(f"v{version}/") for n in name.split("=")), (name, version)
     assert all(r[4][0] == ("reset",) and any(op[0] == "block" for op in r[4]) for r in recs)
@@ -134,8 +134,8 @@ def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
     import nlmcodec
     from nlmcodec import _registry
 
-    default = "default-3"                  # the default model of the current format's vectors (format 15)
-    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 15
+    default = "default-3"                  # the default model of the current format's vectors (format 16)
+    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 16
     r = subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp_path),
                         "--models", default, "--light-budget", str(lane.LIGHT_BUDGET)],
                        check=True, capture_output=True, text=True)

@@ -15,6 +15,12 @@
  * Update after the bit: states step through the bit-history machine, state maps move toward the bit at
  * rate 1/(n + 1.5) (n capped), mixer weights by err * x, the APM's two buckets toward the bit.
  *
+ * Byte model 2 (docs/format.md §9.7, format 16 on; CM_MODEL_2): 12 hashed contexts (+ the line's first byte
+ * with the column, the two bytes above, the column with c1, order 8); a run input per hashed context (the byte
+ * that followed it last time and how often in a row, from a shared run table); four weight sets (+ by column
+ * class and c0, by contexts seen and the low nibble of c1) over 32 lanes, mixed by a final learned mixer
+ * selected by c0; a third APM by a hash of order 3.  Model 1 is the rest of this comment.
+ *
  * Every table (squash, stretch, state machine, reciprocals) is computed here by integer code, so the
  * model is the same on every CPU and compiler by construction.
  *
@@ -31,13 +37,20 @@
 
 /* ---- fixed design constants (format constants: docs/format.md §9.2) ---- */
 enum {
-    NH = 8,            /* hashed contexts: o2 o3 o4 o6 word column sparse word0 */
-    NCTX = NH + 2,     /* + order 0 and order 1 (direct) */
-    IN_MATCH = NCTX,   /* input index of the match model */
-    IN_BIAS = NCTX + 1,
-    IN_EXT = NCTX + 2, /* the speller's PPM (§5.4); 0 in byte-model runs, so there the mix has 12 inputs */
-    NIN = NCTX + 3,
-    NINP = KERN_MIX_N, /* a weight set's stride: inputs NIN.. are 0, so their weights never move */
+    NH = 8,            /* model 1: hashed contexts o2 o3 o4 o6 word column sparse word0 */
+    NH2 = 12,          /* model 2: + line-start/column, the two bytes above, column/o1, order 8 (§9.7) */
+    NH_MAX = NH2,
+    NIN_MAX = 2 * KERN_MIX_N, /* model 2's inputs: 14 contexts, match, bias, ext, 12 runs, 3 unused lanes */
+    NINP = KERN_MIX_N, /* model 1's weight-set stride: inputs NIN.. are 0, so their weights never move */
+    NINP2 = 2 * KERN_MIX_N, /* model 2's stride */
+    M3_SETS = 12 * 256, /* model 2, mixer 3: column class x c0 */
+    M4_SETS = 10 * 8 * 16, /* model 2, mixer 4: (contexts seen, match) x bit x low nibble of c1 */
+    RUN_CAP = 15,      /* model 2: run counts above this share a state-map entry */
+    APM3_BITS = 12,    /* model 2: rows of the order-3 APM */
+    RUN_MAXBITS = 22,  /* model 2: entries of the run table, 2^min(s - 1, 22) */
+    MIX2_LR = 2,       /* model 2's mixer step (MIX_LR, MIX_LR0 of model 1) */
+    MIX2_LR0 = 12,
+    FINAL_LR = 4,      /* model 2's final mixer: w += (t * err * FINAL_LR) >> 16 */
     SM_LIMIT = 1023,   /* state-map count cap */
     MATCH_MIN = 6,     /* bytes hashed to find a match */
     MATCH_VERIFY = 32, /* a candidate's length is counted back up to this */
@@ -54,6 +67,11 @@ enum {
 
 struct CmModel {
     int size;                 /* size class s: the run has at most 2^s bytes (0: a speller model, no limit) */
+    int model;                /* CM_MODEL_1 (§9.1-§9.5) or CM_MODEL_2 (§9.7) */
+    int nh, nctx;             /* hashed contexts; + order 1 and order 0 */
+    int in_match, in_bias, in_ext, in_run, nin; /* input indices: match, bias, the speller's PPM, model 2's runs
+                                 (one per hashed context); inputs in use */
+    int ninp;                 /* weight-set stride */
     int tbits, mbits;         /* log2 slots of the hashed table, log2 entries of the match table */
     uint32_t hmask;           /* history: a ring of hmask + 1 bytes (a run never wraps it) */
     uint8_t* slots;           /* 2^tbits slots of 16 bytes: [0] check, [1..15] nibble-tree states */
@@ -72,20 +90,35 @@ struct CmModel {
     uint32_t c0;              /* 1 followed by the bits of this byte so far */
     int bit;                  /* bits of this byte done, 0..7 */
     int node;                 /* node of the current bit in its nibble slot (nibble_node) */
-    uint32_t h[NH];           /* context hashes of this byte */
-    uint8_t* cp[NH];          /* current slot of each hashed context */
+    uint32_t h[NH_MAX];       /* context hashes of this byte */
+    uint8_t* cp[NH_MAX];      /* current slot of each hashed context */
     uint32_t word, pword;     /* hashes of the current and previous word */
     uint32_t line, pline;     /* start of this line and of the previous one */
     uint32_t mlen, mptr;      /* match length (0 none) and the position it predicts */
     int mmiss;                /* the match failed earlier in this byte */
     /* predictors */
-    uint32_t sm[NIN][256];    /* state maps: p (22 bits) << 10 | count; sm[IN_MATCH] by (length bucket, bit) */
-    int32_t x[NINP];          /* inputs of the current bit (x[NIN..] = 0) */
-    int sidx[NIN];            /* state-map entry used per input (-1 none) */
+    uint32_t sm[NIN_MAX][256]; /* state maps: p (22 bits) << 10 | count; sm[in_match] by (length bucket, bit),
+                                 model 2's sm[in_run + i] by (run count, bit) */
+    int32_t x[NIN_MAX];       /* inputs of the current bit (x[nin..] = 0) */
+    int sidx[NIN_MAX];        /* state-map entry used per input (-1 none) */
     int32_t* w1;              /* mixer 1: 256 sets x NINP */
     int32_t* w2;              /* mixer 2: M2_SETS sets x NINP */
     int32_t* wsel1, *wsel2;   /* the selected sets */
     int t1, t2, pmix;         /* mixer outputs (stretch domain) and the mix (12-bit p) */
+    /* model 2 (§9.7) */
+    int32_t *w3, *w4;         /* mixers 3 and 4: M3_SETS, M4_SETS sets x NINP2 */
+    int32_t *wsel3, *wsel4;
+    int t3, t4;
+    int32_t* wf;              /* final mixer: 256 sets (by c0) x 4 weights over t1..t4 */
+    int32_t* wself;
+    int tf;
+    uint32_t* run;            /* run table: 2^rbits entries, check (16 bits) << 16 | byte << 8 | count */
+    int rbits;
+    uint32_t ridx[NH_MAX];    /* the run entry of each hashed context for this byte */
+    int rbyte[NH_MAX], rcnt[NH_MAX]; /* its byte and count (0: none) */
+    uint16_t* apm3;           /* 2^APM3_BITS rows x APM_N, by a hash of (order 3, c0); rows set when first used */
+    uint8_t* apm3_set;
+    int a3;
     const uint64_t* ext;      /* speller: the PPM's byte distribution as a tree of sums ([1] root, [256 + c]
                                  the bytes), or NULL */
     uint16_t* apm1;           /* 256 x APM_N, 16-bit p */
@@ -184,14 +217,16 @@ static inline int stretch(const CmModel* m, int p) { return m->stretch_t[p]; }
 /* ---------------------------------------------------------------- state maps */
 
 static void sm_init(CmModel* m) {
-    for (int k = 0; k < NCTX; k++)
+    for (int k = 0; k < m->nctx; k++)
         for (int s = 0; s < 256; s++) {
             uint32_t a = m->n0[s], b = m->n1[s];
             uint32_t p22 = (uint32_t)((((uint64_t)(2 * b + 1)) << 22) / (2 * (a + b) + 2));
             m->sm[k][s] = p22 << 10;
         }
-    for (int s = 0; s < 256; s++) m->sm[IN_MATCH][s] = (s & 1 ? 3u << 20 : 1u << 20) << 10; /* 3/4, 1/4 */
-    for (int s = 0; s < 256; s++) m->sm[IN_BIAS][s] = 0;
+    for (int s = 0; s < 256; s++) m->sm[m->in_match][s] = (s & 1 ? 3u << 20 : 1u << 20) << 10; /* 3/4, 1/4 */
+    for (int s = 0; s < 256; s++) m->sm[m->in_bias][s] = 0;
+    for (int k = m->in_run; k < m->in_run + (m->model == CM_MODEL_2 ? m->nh : 0); k++) /* as the match model's */
+        for (int s = 0; s < 256; s++) m->sm[k][s] = (s & 1 ? 3u << 20 : 1u << 20) << 10;
 }
 
 static inline int sm_p(const CmModel* m, int k, int s) { return (int)(m->sm[k][s] >> 20); }
@@ -237,14 +272,14 @@ static uint8_t* slot_find(CmModel* m, uint32_t h) {
     return s;
 }
 
-/* The slots of the NH hashes hs[] into cp[]: every bucket is fetched first, so their cache misses overlap
+/* The slots of the nh hashes hs[] into cp[]: every bucket is fetched first, so their cache misses overlap
  * (slot_find one after the other, in order: the same slots as without the prefetch). */
 static void slots_find(CmModel* m, const uint32_t* hs) {
 #if defined(__GNUC__)
-    for (int i = 0; i < NH; i++)
+    for (int i = 0; i < m->nh; i++)
         __builtin_prefetch(m->slots + (size_t)((hs[i] >> (32 - m->tbits)) & ~3u) * 16, 1);
 #endif
-    for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hs[i]);
+    for (int i = 0; i < m->nh; i++) m->cp[i] = slot_find(m, hs[i]);
 }
 
 /* The match table's entry after the last bytes c8 (their low MATCH_MIN bytes hashed). */
@@ -262,6 +297,10 @@ static void cm_clear(CmModel* m) {
         memset(m->mt, 0, (size_t)4 << m->mbits);
         memset(m->mchk, 0, (size_t)1 << m->mbits);
         memset(m->apm2_set, 0, 65536 / 8);
+        if (m->model == CM_MODEL_2) {
+            memset(m->run, 0, (size_t)4 << m->rbits);
+            memset(m->apm3_set, 0, ((size_t)1 << APM3_BITS) / 8);
+        }
         m->used = 0;
     }
     memset(m->o0, 0, sizeof m->o0);
@@ -274,20 +313,43 @@ static void cm_clear(CmModel* m) {
     memset(m->h, 0, sizeof m->h); /* a fresh model's: the first byte's second nibble uses h = 0 */
     sm_init(m);
     const int32_t wi = m->size ? W_INIT : W_SPELL_INIT;
-    for (int i = 0; i < 256 * NINP; i++) m->w1[i] = i % NINP >= NIN ? 0 : i % NINP == IN_EXT ? W_EXT_INIT : wi;
-    for (int i = 0; i < M2_SETS * NINP; i++) m->w2[i] = i % NINP >= NIN ? 0 : i % NINP == IN_EXT ? W_EXT_INIT : wi;
+    /* a set's initial weights: model 1 wi for the inputs up to the PPM's (W_EXT_INIT for it); model 2 (four
+     * sets mixed, more inputs) wi / 2 for those, wi / 4 for its run inputs; 0 for the unused lanes */
+    int32_t w0[NIN_MAX];
+    const int32_t wc = m->model == CM_MODEL_2 ? wi / 2 : wi;
+    for (int k = 0; k < m->ninp; k++)
+        w0[k] = k == m->in_ext ? W_EXT_INIT : k < m->in_ext ? wc : k < m->nin ? wc / 2 : 0;
+    for (int i = 0; i < 256 * m->ninp; i++) m->w1[i] = w0[i % m->ninp];
+    for (int i = 0; i < M2_SETS * m->ninp; i++) m->w2[i] = w0[i % m->ninp];
+    if (m->model == CM_MODEL_2) {
+        for (int i = 0; i < M3_SETS * m->ninp; i++) m->w3[i] = w0[i % m->ninp];
+        for (int i = 0; i < M4_SETS * m->ninp; i++) m->w4[i] = w0[i % m->ninp];
+        for (int i = 0; i < 256 * 4; i++) m->wf[i] = 1 << 14; /* 1/4 each */
+        memset(m->ridx, 0, sizeof m->ridx);
+        memset(m->rcnt, 0, sizeof m->rcnt);
+        memset(m->rbyte, 0, sizeof m->rbyte);
+    }
     memset(m->x, 0, sizeof m->x);
     for (int j = 0; j < APM_N; j++) m->apm_row[j] = (uint16_t)(squash(m, (j - 16) * 128) * 16);
     for (int c = 0; c < 256; c++) memcpy(m->apm1 + (size_t)c * APM_N, m->apm_row, sizeof m->apm_row);
     m->c0 = 1;
     m->line = m->pline = 0;
-    for (int i = 0; i < NH; i++) m->cp[i] = slot_find(m, hash64(0, (uint32_t)i + 1));
+    for (int i = 0; i < m->nh; i++) m->cp[i] = slot_find(m, hash64(0, (uint32_t)i + 1));
 }
 
-static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
+static CmModel* cm_alloc(int size, int model, int hbits, int tbits, int mbits, int* err) {
     CmModel* m = (CmModel*)calloc(1, sizeof *m);
     if (!m) goto nomem;
     m->size = size;
+    m->model = model;
+    m->nh = model == CM_MODEL_2 ? NH2 : NH;
+    m->nctx = m->nh + 2;
+    m->in_match = m->nctx;
+    m->in_bias = m->nctx + 1;
+    m->in_ext = m->nctx + 2;
+    m->in_run = m->nctx + 3;
+    m->nin = m->in_run + (model == CM_MODEL_2 ? m->nh : 0);
+    m->ninp = model == CM_MODEL_2 ? NINP2 : NINP;
     m->tbits = tbits;
     m->mbits = mbits;
     m->hmask = (uint32_t)(((uint64_t)1 << hbits) - 1);
@@ -297,12 +359,22 @@ static CmModel* cm_alloc(int size, int hbits, int tbits, int mbits, int* err) {
     m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, 4);
     m->mchk = (uint8_t*)calloc((size_t)1 << m->mbits, 1);
     m->apm2_set = (uint8_t*)calloc(65536 / 8, 1);
-    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * NINP);
-    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * NINP);
+    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * m->ninp);
+    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * m->ninp);
     m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
     m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
     if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->mchk || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
         goto nomem;
+    if (model == CM_MODEL_2) {
+        m->rbits = size - 1 < RUN_MAXBITS ? size - 1 : RUN_MAXBITS;
+        m->w3 = (int32_t*)malloc(sizeof(int32_t) * M3_SETS * m->ninp);
+        m->w4 = (int32_t*)malloc(sizeof(int32_t) * M4_SETS * m->ninp);
+        m->wf = (int32_t*)malloc(sizeof(int32_t) * 256 * 4);
+        m->run = (uint32_t*)calloc((size_t)1 << m->rbits, 4);
+        m->apm3 = (uint16_t*)malloc(sizeof(uint16_t) * APM_N << APM3_BITS);
+        m->apm3_set = (uint8_t*)calloc(((size_t)1 << APM3_BITS) / 8, 1);
+        if (!m->w3 || !m->w4 || !m->wf || !m->run || !m->apm3 || !m->apm3_set) goto nomem;
+    }
     build_tables(m);
     cm_clear(m);
     return m;
@@ -312,22 +384,27 @@ nomem:
     return NULL;
 }
 
-CmModel* cm_new(int size, int* err) {
+CmModel* cm_new(int size, int model, int* err) {
     if (size < CM_SIZE_MIN || size > CM_SIZE_MAX) {
         *err = NLM_ERR_CORRUPT;
         return NULL;
     }
-    return cm_alloc(size, size, size + 3 < 22 ? size + 3 : 22, size - 2, err);
+    if (model != CM_MODEL_1 && model != CM_MODEL_2) {
+        *err = NLM_ERR_STATE;
+        return NULL;
+    }
+    return cm_alloc(size, model, size, size + 3 < 22 ? size + 3 : 22, size - 2, err);
 }
 
 CmModel* cm_new_speller(int* err) {
-    return cm_alloc(0, CM_SPELL_HBITS, CM_SPELL_TBITS, CM_SPELL_MBITS, err);
+    return cm_alloc(0, CM_MODEL_1, CM_SPELL_HBITS, CM_SPELL_TBITS, CM_SPELL_MBITS, err);
 }
 
 void cm_reset(CmModel* m) { cm_clear(m); }
 
 int cm_copy(CmModel* dst, const CmModel* src) {
-    if (dst->tbits != src->tbits || dst->mbits != src->mbits || dst->hmask != src->hmask) return NLM_ERR_STATE;
+    if (dst->tbits != src->tbits || dst->mbits != src->mbits || dst->hmask != src->hmask || dst->model != src->model)
+        return NLM_ERR_STATE;
     /* everything but the table pointers, then the tables; cp[] and the selected sets point into src */
     uint8_t *slots = dst->slots, *o1 = dst->o1, *buf = dst->buf;
     uint32_t* mt = dst->mt;
@@ -335,7 +412,12 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     int32_t *w1 = dst->w1, *w2 = dst->w2;
     uint16_t *apm1 = dst->apm1, *apm2 = dst->apm2;
     uint8_t* apm2_set = dst->apm2_set;
+    int32_t *w3 = dst->w3, *w4 = dst->w4, *wf = dst->wf;
+    uint32_t* run = dst->run;
+    uint16_t* apm3 = dst->apm3;
+    uint8_t* apm3_set = dst->apm3_set;
     *dst = *src;
+    dst->w3 = w3, dst->w4 = w4, dst->wf = wf, dst->run = run, dst->apm3 = apm3, dst->apm3_set = apm3_set;
     dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->mchk = mchk, dst->w1 = w1, dst->w2 = w2;
     dst->apm1 = apm1, dst->apm2 = apm2, dst->apm2_set = apm2_set;
     memcpy(dst->slots, src->slots, (size_t)16 << src->tbits);
@@ -343,16 +425,29 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
     memcpy(dst->mt, src->mt, (size_t)4 << src->mbits);
     memcpy(dst->mchk, src->mchk, (size_t)1 << src->mbits);
-    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * NINP);
-    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * NINP);
+    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * src->ninp);
+    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * src->ninp);
     memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
     memcpy(dst->apm2_set, src->apm2_set, 65536 / 8);
     for (int r = 0; r < 65536; r++) /* only the rows in use hold values */
         if (src->apm2_set[r >> 3] >> (r & 7) & 1)
             memcpy(dst->apm2 + (size_t)r * APM_N, src->apm2 + (size_t)r * APM_N, sizeof src->apm_row);
-    for (int i = 0; i < NH; i++) dst->cp[i] = dst->slots + (src->cp[i] - src->slots);
+    for (int i = 0; i < src->nh; i++) dst->cp[i] = dst->slots + (src->cp[i] - src->slots);
     dst->wsel1 = dst->w1 + (src->wsel1 ? src->wsel1 - src->w1 : 0);
     dst->wsel2 = dst->w2 + (src->wsel2 ? src->wsel2 - src->w2 : 0);
+    if (src->model == CM_MODEL_2) {
+        memcpy(dst->w3, src->w3, sizeof(int32_t) * M3_SETS * src->ninp);
+        memcpy(dst->w4, src->w4, sizeof(int32_t) * M4_SETS * src->ninp);
+        memcpy(dst->wf, src->wf, sizeof(int32_t) * 256 * 4);
+        memcpy(dst->run, src->run, (size_t)4 << src->rbits);
+        memcpy(dst->apm3_set, src->apm3_set, ((size_t)1 << APM3_BITS) / 8);
+        for (size_t r = 0; r < (size_t)1 << APM3_BITS; r++)
+            if (src->apm3_set[r >> 3] >> (r & 7) & 1)
+                memcpy(dst->apm3 + r * APM_N, src->apm3 + r * APM_N, sizeof src->apm_row);
+        dst->wsel3 = dst->w3 + (src->wsel3 ? src->wsel3 - src->w3 : 0);
+        dst->wsel4 = dst->w4 + (src->wsel4 ? src->wsel4 - src->w4 : 0);
+        dst->wself = dst->wf + (src->wself ? src->wself - src->wf : 0);
+    }
     return 0;
 }
 
@@ -368,6 +463,12 @@ void cm_free(CmModel* m) {
     free(m->apm1);
     free(m->apm2);
     free(m->apm2_set);
+    free(m->w3);
+    free(m->w4);
+    free(m->wf);
+    free(m->run);
+    free(m->apm3);
+    free(m->apm3_set);
     free(m);
 }
 
@@ -378,8 +479,12 @@ int cm_size_class(uint64_t run_size) {
 }
 
 size_t cm_memory(const CmModel* m) {
-    return sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)5 << m->mbits)
-           + sizeof(int32_t) * (256 + M2_SETS) * NINP + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
+    size_t b = sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)5 << m->mbits)
+               + sizeof(int32_t) * (256 + M2_SETS) * m->ninp + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
+    if (m->model == CM_MODEL_2)
+        b += sizeof(int32_t) * ((M3_SETS + M4_SETS) * m->ninp + 256 * 4) + ((size_t)4 << m->rbits)
+             + (sizeof(uint16_t) * APM_N << APM3_BITS) + ((size_t)1 << APM3_BITS) / 8;
+    return b;
 }
 
 /* Node of the current bit inside its nibble slot: 1, 2-3, 4-7, 8-15. */
@@ -391,8 +496,14 @@ static inline int apm_p(uint16_t* a, int idx, int w) {
     return (a[idx] * (128 - w) + a[idx + 1] * w) >> 11; /* 16-bit p -> 12 bits */
 }
 
+/* Model 2's third APM row: a hash of (order 3, c0). */
+static inline size_t apm3_row(const CmModel* m) {
+    return ((hash64(m->c8 & 0xFFFFFF, 77) >> 14) ^ (m->c0 * 0x9E5u)) & (((size_t)1 << APM3_BITS) - 1);
+}
+
 /* P(next bit = 1) in 12 bits. */
 static void cm_ctx(CmModel* m);
+static int cm_predict2(CmModel* m, int msel);
 
 static int cm_predict(CmModel* m) {
     if (m->stale) cm_ctx(m);
@@ -401,25 +512,31 @@ static int cm_predict(CmModel* m) {
         const uint16_t* r = m->apm2 + (size_t)((((m->c8 & 0xFF) << 8) | m->c0)) * APM_N;
         __builtin_prefetch(r);
         __builtin_prefetch(r + APM_N - 1);
+        if (m->model == CM_MODEL_2) { /* and model 2's third */
+            const uint16_t* r3 = m->apm3 + apm3_row(m) * APM_N;
+            __builtin_prefetch(r3);
+            __builtin_prefetch(r3 + APM_N - 1);
+        }
     }
 #endif
     int node = m->node = nibble_node(m);
     int32_t* x = m->x;
-    for (int i = 0; i < NH; i++) {
+    const int nh = m->nh, in_match = m->in_match;
+    for (int i = 0; i < nh; i++) {
         int s = m->cp[i][node];
         m->sidx[i] = s;
         x[i] = stretch(m, sm_p(m, i, s));
     }
     int s1 = m->o1[((m->c8 & 0xFF) << 8) | m->c0];
-    m->sidx[NH] = s1;
-    x[NH] = stretch(m, sm_p(m, NH, s1));
+    m->sidx[nh] = s1;
+    x[nh] = stretch(m, sm_p(m, nh, s1));
     int s0 = m->o0[m->c0];
-    m->sidx[NH + 1] = s0;
-    x[NH + 1] = stretch(m, sm_p(m, NH + 1, s0));
+    m->sidx[nh + 1] = s0;
+    x[nh + 1] = stretch(m, sm_p(m, nh + 1, s0));
     /* match model: the bit the earlier occurrence had here, while this byte still agrees with it */
     int msel = 0;
-    m->sidx[IN_MATCH] = -1;
-    x[IN_MATCH] = 0;
+    m->sidx[in_match] = -1;
+    x[in_match] = 0;
     if (m->mlen > 0 && !m->mmiss) {
         int eb = m->buf[m->mptr & m->hmask];
         if (((uint32_t)(eb | 256) >> (8 - m->bit)) == m->c0) {
@@ -427,22 +544,23 @@ static int cm_predict(CmModel* m) {
             uint32_t l = m->mlen;
             int lb = l < 16 ? (int)l : 16 + (int)((l - 16) >> 3 < 15 ? (l - 16) >> 3 : 15);
             int s = lb * 2 + ebit;
-            m->sidx[IN_MATCH] = s;
-            x[IN_MATCH] = stretch(m, sm_p(m, IN_MATCH, s));
+            m->sidx[in_match] = s;
+            x[in_match] = stretch(m, sm_p(m, in_match, s));
             msel = 1 + (l < 8 ? 0 : l < 16 ? 1 : l < 32 ? 2 : 3);
         } else {
             m->mmiss = 1;
         }
     }
-    x[IN_BIAS] = 256;
-    m->sidx[IN_BIAS] = -1;
-    m->sidx[IN_EXT] = -1;
-    x[IN_EXT] = 0;
+    x[m->in_bias] = 256;
+    m->sidx[m->in_bias] = -1;
+    m->sidx[m->in_ext] = -1;
+    x[m->in_ext] = 0;
     if (m->ext) {
         uint64_t all = m->ext[m->c0], one = m->ext[2 * m->c0 + 1];
         int pe = all ? (int)((one * 4096 + all / 2) / all) : 2048;
-        x[IN_EXT] = stretch(m, pe < 1 ? 1 : pe > 4095 ? 4095 : pe);
+        x[m->in_ext] = stretch(m, pe < 1 ? 1 : pe > 4095 ? 4095 : pe);
     }
+    if (m->model == CM_MODEL_2) return cm_predict2(m, msel);
     /* mixers */
     m->wsel1 = m->w1 + (size_t)m->c0 * NINP;
     m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * NINP;
@@ -481,18 +599,116 @@ static inline void apm_update(uint16_t* a, int idx, int w, int y) {
     a[j] = (uint16_t)(a[j] + kern_asr64(target - a[j], 6));
 }
 
+static inline int clamp2047(int t) { return t > 2047 ? 2047 : t < -2047 ? -2047 : t; }
+
+/* An APM row, written with its initial values when first used (set: a bit per row). */
+static inline void apm_row_touch(CmModel* m, uint16_t* a, uint8_t* set, size_t row) {
+    if (!(set[row >> 3] >> (row & 7) & 1)) {
+        memcpy(a + row * APM_N, m->apm_row, sizeof m->apm_row);
+        set[row >> 3] |= (uint8_t)(1u << (row & 7));
+    }
+}
+
+/* Model 2 (docs/format.md §9.7), after model 1's inputs: the run inputs, four mixers, the final mixer and
+ * three APM stages. */
+static int cm_predict2(CmModel* m, int msel) {
+    int32_t* x = m->x;
+    const int nh = m->nh;
+    /* runs: the byte that followed this context last time, while this byte still agrees with it */
+    for (int i = 0; i < nh; i++) {
+        int k = m->in_run + i;
+        m->sidx[k] = -1;
+        x[k] = 0;
+        if (m->rcnt[i] > 0 && (((uint32_t)m->rbyte[i] | 256) >> (8 - m->bit)) == m->c0) {
+            int eb = (m->rbyte[i] >> (7 - m->bit)) & 1;
+            int s = (m->rcnt[i] < RUN_CAP ? m->rcnt[i] : RUN_CAP) * 2 + eb;
+            m->sidx[k] = s;
+            x[k] = stretch(m, sm_p(m, k, s));
+        }
+    }
+    /* weight sets: c0; (match, c1); (column class, c0); (contexts seen, bit, low nibble of c1) */
+    int seen = 0;
+    for (int i = 0; i < 4; i++) seen += m->cp[i][m->node] != 0;
+    if (m->mlen > 0) seen += 5;
+    uint32_t col = m->pos - m->line;
+    int cb = col < 8 ? (int)col : col < 16 ? 8 : col < 32 ? 9 : col < 64 ? 10 : 11;
+    const int ninp = m->ninp;
+    m->wsel1 = m->w1 + (size_t)m->c0 * ninp;
+    m->wsel2 = m->w2 + ((size_t)msel * 256 + (m->c8 & 0xFF)) * ninp;
+    m->wsel3 = m->w3 + ((size_t)cb * 256 + m->c0) * ninp;
+    m->wsel4 = m->w4 + ((size_t)(seen * 8 + m->bit) * 16 + (m->c8 & 0xF)) * ninp;
+    int64_t d1 = 0, d2 = 0, d3 = 0, d4 = 0;
+    for (int k = 0; k < ninp; k += KERN_MIX_N) { /* exact int64 sums: the chunks add in any order */
+        int64_t a, b;
+        kern_mix2_dot(&a, &b, m->wsel1 + k, m->wsel2 + k, x + k);
+        d1 += a, d2 += b;
+        kern_mix2_dot(&a, &b, m->wsel3 + k, m->wsel4 + k, x + k);
+        d3 += a, d4 += b;
+    }
+    m->t1 = clamp2047((int)kern_asr64(d1, 16));
+    m->t2 = clamp2047((int)kern_asr64(d2, 16));
+    m->t3 = clamp2047((int)kern_asr64(d3, 16));
+    m->t4 = clamp2047((int)kern_asr64(d4, 16));
+    m->wself = m->wf + (size_t)m->c0 * 4;
+    int64_t df = (int64_t)m->wself[0] * m->t1 + (int64_t)m->wself[1] * m->t2 + (int64_t)m->wself[2] * m->t3
+                 + (int64_t)m->wself[3] * m->t4;
+    int t = m->tf = clamp2047((int)kern_asr64(df, 16));
+    m->pmix = squash(m, t);
+    /* APM stages over stretch(mix): by c0, by (c0, c1), by a hash of (order 3, c0) */
+    int u = t + 2048;
+    int lo = u >> 7, w = u & 127;
+    m->aw = w;
+    m->a1 = (int)m->c0 * APM_N + lo;
+    size_t row = (size_t)(((m->c8 & 0xFF) << 8) | m->c0);
+    apm_row_touch(m, m->apm2, m->apm2_set, row);
+    m->a2 = (int)row * APM_N + lo;
+    size_t row3 = apm3_row(m);
+    apm_row_touch(m, m->apm3, m->apm3_set, row3);
+    m->a3 = (int)row3 * APM_N + lo;
+    int pa = apm_p(m->apm1, m->a1, w), pb = apm_p(m->apm2, m->a2, w), pc = apm_p(m->apm3, m->a3, w);
+    int p = (2 * m->pmix + 3 * pa + 3 * pb + 8 * pc + 8) >> 4;
+    return p < 1 ? 1 : p > 4095 ? 4095 : p;
+}
+
+/* Model 2's learning after bit y, beyond model 1's state maps of the contexts and the match model. */
+static void cm_update2(CmModel* m, int y) {
+    for (int k = m->in_run; k < m->in_run + m->nh; k++)
+        if (m->sidx[k] >= 0) sm_update(m, k, m->sidx[k], y);
+    int lr = (MIX2_LR << 4) + (int)(((uint32_t)MIX2_LR0 << 16) / ((m->nlearn >> 4) + 4096));
+    int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
+    int e3 = ((y << 12) - squash(m, m->t3)) * lr, e4 = ((y << 12) - squash(m, m->t4)) * lr;
+    for (int k = 0; k < m->ninp; k += KERN_MIX_N) {
+        kern_mix2_train(m->wsel1 + k, m->wsel2 + k, m->x + k, e1, e2, 18, W_MAX);
+        kern_mix2_train(m->wsel3 + k, m->wsel4 + k, m->x + k, e3, e4, 18, W_MAX);
+    }
+    int ef = ((y << 12) - squash(m, m->tf)) * FINAL_LR;
+    const int tj[4] = {m->t1, m->t2, m->t3, m->t4};
+    for (int j = 0; j < 4; j++) {
+        int64_t v = m->wself[j] + kern_asr64((int64_t)tj[j] * ef, 16);
+        m->wself[j] = (int32_t)(v > W_MAX ? W_MAX : v < -W_MAX ? -W_MAX : v);
+    }
+    apm_update(m->apm1, m->a1, m->aw, y);
+    apm_update(m->apm2, m->a2, m->aw, y);
+    apm_update(m->apm3, m->a3, m->aw, y);
+}
+
 static void cm_update(CmModel* m, int y) {
     int node = m->node;
+    const int nh = m->nh;
     /* states and state maps */
-    for (int i = 0; i < NH; i++) {
+    for (int i = 0; i < nh; i++) {
         sm_update(m, i, m->sidx[i], y);
         m->cp[i][node] = m->nex[m->sidx[i]][y];
     }
-    sm_update(m, NH, m->sidx[NH], y);
-    m->o1[((m->c8 & 0xFF) << 8) | m->c0] = m->nex[m->sidx[NH]][y];
-    sm_update(m, NH + 1, m->sidx[NH + 1], y);
-    m->o0[m->c0] = m->nex[m->sidx[NH + 1]][y];
-    if (m->sidx[IN_MATCH] >= 0) sm_update(m, IN_MATCH, m->sidx[IN_MATCH], y);
+    sm_update(m, nh, m->sidx[nh], y);
+    m->o1[((m->c8 & 0xFF) << 8) | m->c0] = m->nex[m->sidx[nh]][y];
+    sm_update(m, nh + 1, m->sidx[nh + 1], y);
+    m->o0[m->c0] = m->nex[m->sidx[nh + 1]][y];
+    if (m->sidx[m->in_match] >= 0) sm_update(m, m->in_match, m->sidx[m->in_match], y);
+    if (m->model == CM_MODEL_2) {
+        cm_update2(m, y);
+        goto next_bit;
+    }
     /* mixers: w += x * err * lr, err in 12 bits */
     int lr = (MIX_LR << 4) + (int)(((uint32_t)MIX_LR0 << 16) / ((m->nlearn >> 4) + 4096));
     int e1 = ((y << 12) - squash(m, m->t1)) * lr, e2 = ((y << 12) - squash(m, m->t2)) * lr;
@@ -501,12 +717,12 @@ static void cm_update(CmModel* m, int y) {
     kern_mix2_train(m->wsel1, m->wsel2, m->x, e1, e2, 18, W_MAX);
     apm_update(m->apm1, m->a1, m->aw, y);
     apm_update(m->apm2, m->a2, m->aw, y);
-    /* next bit */
+next_bit:
     m->c0 = (m->c0 << 1) | (uint32_t)y;
     m->bit++;
     if (m->bit == 4) {
-        uint32_t hs[NH], hc = hash64(m->c0, 0x5bd1e995u);
-        for (int i = 0; i < NH; i++) hs[i] = m->h[i] ^ hc;
+        uint32_t hs[NH_MAX], hc = hash64(m->c0, 0x5bd1e995u);
+        for (int i = 0; i < nh; i++) hs[i] = m->h[i] ^ hc;
         slots_find(m, hs);
     }
 }
@@ -516,6 +732,16 @@ static inline int is_letter(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' 
 /* A byte c joins the history: the last bytes, word, line and match model (no table is touched). */
 static void cm_hist(CmModel* m, int c) {
     const uint32_t mask = m->hmask;
+    if (m->model == CM_MODEL_2) /* the run table learns the byte, context by context in order */
+        for (int i = 0; i < m->nh; i++) {
+            uint32_t* e = &m->run[m->ridx[i]];
+            uint32_t chk = m->h[i] & 0xFFFF;
+            if (*e >> 16 == chk && (*e >> 8 & 0xFF) == (uint32_t)c) {
+                if ((*e & 0xFF) < 255) (*e)++;
+            } else {
+                *e = chk << 16 | (uint32_t)c << 8 | 1;
+            }
+        }
     m->used = 1;
     uint32_t pos = m->pos;
     m->buf[pos & mask] = (uint8_t)c;
@@ -575,7 +801,7 @@ static void cm_ctx(CmModel* m) {
     uint32_t col = pos - m->line;
     uint32_t ap = m->pline + col; /* the byte above, when the previous line has one and it is in the ring */
     uint32_t above = ap < m->line && pos - ap - 1 <= m->hmask ? m->buf[ap & m->hmask] : 0;
-    uint64_t ctx[NH] = {
+    uint64_t ctx[NH_MAX] = {
         c8 & 0xFFFF,
         c8 & 0xFFFFFF,
         c8 & 0xFFFFFFFF,
@@ -585,8 +811,25 @@ static void cm_ctx(CmModel* m) {
         (c8 >> 8) & 0xFFFF,
         (uint64_t)m->word << 8 | (c8 & 0xFF),
     };
-    for (int i = 0; i < NH; i++) m->h[i] = hash64(ctx[i], (uint32_t)(i + 1) * 0x3C6EF372u);
+    if (m->model == CM_MODEL_2) {
+        uint32_t ls = m->line; /* the line's first byte (256 at its start), the byte after the one above */
+        uint32_t first = pos > ls ? m->buf[ls & m->hmask] : 256;
+        uint32_t above2 = ap + 1 < m->line && pos - ap - 2 <= m->hmask ? m->buf[(ap + 1) & m->hmask] : 0;
+        ctx[8] = ((uint64_t)first << 40) | ((uint64_t)(col < 32 ? col : 32) << 16) | (c8 & 0xFFFF);
+        ctx[9] = ((uint64_t)above << 16) | ((uint64_t)above2 << 8) | (c8 & 0xFFFF) << 24;
+        ctx[10] = ((uint64_t)(col < 64 ? col : 64) << 8) | (c8 & 0xFF);
+        ctx[11] = c8;
+    }
+    for (int i = 0; i < m->nh; i++) m->h[i] = hash64(ctx[i], (uint32_t)(i + 1) * 0x3C6EF372u);
     slots_find(m, m->h);
+    if (m->model == CM_MODEL_2)
+        for (int i = 0; i < m->nh; i++) {
+            m->ridx[i] = m->h[i] >> (32 - m->rbits);
+            uint32_t e = m->run[m->ridx[i]];
+            int hit = e >> 16 == (m->h[i] & 0xFFFF);
+            m->rbyte[i] = hit ? (int)(e >> 8 & 0xFF) : 0;
+            m->rcnt[i] = hit ? (int)(e & 0xFF) : 0;
+        }
 }
 
 /* A byte c is done: history, then the contexts of the next byte. */

@@ -22,9 +22,14 @@
 
 typedef struct CmModel CmModel;
 
-/* A fresh model for a run of at most 2^size bytes (CM_SIZE_MIN <= size <= CM_SIZE_MAX; the format fixes
- * every table size from it).  NULL and *err on failure. */
-CmModel* cm_new(int size, int* err);
+/* The byte models: 1 is docs/format.md §9.1-§9.5 (formats 13 to 15), 2 is §9.7 (format 16 on: more contexts,
+ * confidence and run inputs, four mixers and a final one, a third APM).  The speller's is model 1. */
+#define CM_MODEL_1 1
+#define CM_MODEL_2 2
+
+/* A fresh model (CM_MODEL_1 or CM_MODEL_2) for a run of at most 2^size bytes (CM_SIZE_MIN <= size <=
+ * CM_SIZE_MAX; the format fixes every table size from it).  NULL and *err on failure. */
+CmModel* cm_new(int size, int model, int* err);
 void cm_free(CmModel* m);
 /* The size class of a run of run_size bytes: the smallest s >= CM_SIZE_MIN with 2^s >= run_size, or -1
  * above 2^CM_SIZE_MAX. */

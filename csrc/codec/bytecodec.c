@@ -4,7 +4,7 @@
  * Owns the payload layout of a byte-model block: one byte, 0 to continue the run of the previous
  * byte-model block of the group or a size class s (CM_SIZE_MIN..CM_SIZE_MAX) to start a fresh model for
  * a run of at most 2^s bytes; then the range-coder bytes of the block's bits (flushed per block, checked
- * canonical by the decoder); and a tracked group's run (format 15, §7.2): started by the group, fed the
+ * canonical by the decoder); and a tracked group's run (formats 15 and 16, §7.2): started by the group, fed the
  * bytes of its other blocks.
  */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
@@ -13,23 +13,31 @@
 #include <string.h>
 
 #include "bytemodel/cm.h"
+#include "codec/formats.h" /* nlm_format_byte_model */
 #include "coder/rc.h"
 #include "nlm.h"
 #include "nlm_lab.h"
 
 struct NlmByteCoder {
+    int model;  /* CM_MODEL_* of the frame's format (formats.h) */
     CmModel* m; /* the run in progress, NULL between runs */
     Rc rc;
     uint8_t* out; /* encoder output: the run byte then the range-coder bytes */
     size_t out_len, out_cap;
 };
 
-NlmByteCoder* nlm_bytecoder_new(int* err) {
+NlmByteCoder* nlm_bytecoder_new(int version, int* err) {
+    int model = nlm_format_byte_model(version);
+    if (!model) {
+        *err = NLM_ERR_STATE;
+        return NULL;
+    }
     NlmByteCoder* b = (NlmByteCoder*)calloc(1, sizeof *b);
     if (!b) {
         *err = NLM_ERR_NOMEM;
         return NULL;
     }
+    b->model = model;
     rc_enc_init(&b->rc.enc);
     return b;
 }
@@ -55,7 +63,7 @@ size_t nlm_bytecoder_memory(const NlmByteCoder* b) {
 static int start_run(NlmByteCoder* b, int s) {
     int err = 0;
     cm_free(b->m);
-    b->m = cm_new(s, &err);
+    b->m = cm_new(s, b->model, &err);
     return b->m ? 0 : err;
 }
 
@@ -149,12 +157,13 @@ int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
     return (int64_t)dst_len;
 }
 
-/* Measurement only (nlm_lab.h): every bit's probability under a fresh byte model for a run of n bytes. */
+/* Measurement only (nlm_lab.h): every bit's probability under a fresh byte model of the format this build
+ * writes for a run of n bytes. */
 int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p) {
     int s = cm_size_class(n);
     if (s < 0) return NLM_ERR_UNSUPPORTED;
     int err = 0;
-    CmModel* m = cm_new(s, &err);
+    CmModel* m = cm_new(s, nlm_format_byte_model(NLM_FORMAT_VERSION), &err);
     if (!m) return err;
     err = cm_lab_costs(m, src, n, p);
     cm_free(m);

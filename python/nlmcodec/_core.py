@@ -172,10 +172,11 @@ class Codec:
 
 
 class ByteCoder:
-    """The byte model (docs/format.md §9) of one run of byte-model blocks at a time.  Not thread-safe."""
+    """The byte model (docs/format.md §9) of one run of byte-model blocks at a time, of frame format version
+    (formats.h says which byte model a format has).  Not thread-safe."""
 
-    def __init__(self):
-        self._b = native.ByteCoder()
+    def __init__(self, version: int = native.FORMAT_VERSION):
+        self._b = native.ByteCoder(version)
         if not self._b.ok():
             check(self._b.err or -1, "byte model")
 

@@ -44,7 +44,7 @@ def _decode_block(codec, b: _Block) -> bytes:
 
 
 def _start_track(bcoder, b: _Block) -> bool:
-    """At a group start: begin the tracked group's byte-model run (format 15, docs/format.md §7.2), or end
+    """At a group start: begin the tracked group's byte-model run (formats 15 and 16, docs/format.md §7.2), or end
     the run in progress.  True when the group is tracked."""
     bcoder.reset()
     if b.start == 1:
@@ -127,11 +127,12 @@ class _GroupOutput:
             return b""
 
 
-def _new_byte_coder():
-    """The byte model of one group (imported on the first byte-model block: no binding work before)."""
+def _new_byte_coder(version):
+    """The byte model of one group of a frame of format version (imported on the first byte-model block: no
+    binding work before)."""
     from ._core import ByteCoder
 
-    return ByteCoder()
+    return ByteCoder(version)
 
 
 class _Block:
@@ -173,7 +174,7 @@ def _run_group(shelf, model_id, adapt, version, blocks, out: _GroupOutput) -> No
     tracked = blocks[0].start > 1
     try:
         if tracked:
-            bcoder = _new_byte_coder()
+            bcoder = _new_byte_coder(version)
             _start_track(bcoder, blocks[0])
         for b in blocks:
             if b.kind == F.BLOCK_LZMA:
@@ -187,7 +188,7 @@ def _run_group(shelf, model_id, adapt, version, blocks, out: _GroupOutput) -> No
                 codec.reset(version)
             if b.kind == F.BLOCK_BYTE:
                 if bcoder is None:
-                    bcoder = _new_byte_coder()
+                    bcoder = _new_byte_coder(version)
                 if tracked:
                     _check_tracked_byte_block(b)
             data = _decode_block(bcoder if b.kind == F.BLOCK_BYTE else codec, b)
@@ -399,7 +400,7 @@ class FrameDecoder:
 
     def _byte_coder(self):
         if self._bcoder is None:
-            self._bcoder = _new_byte_coder()
+            self._bcoder = _new_byte_coder(self.version)
         return self._bcoder
 
     def _model_codec(self):

@@ -306,7 +306,7 @@ class _PlainRun:
 
     Untracked (track 0): the run starts at its first block and is carried across the group's word-model
     blocks, which it does not see; a block coded otherwise than by the run ends it (the model saw bytes the
-    decoder's will not), and the next byte-model block starts a fresh one.  Tracked (track = s, format 15,
+    decoder's will not), and the next byte-model block starts a fresh one.  Tracked (track = s, formats 15 and 16,
     §7.2): the run of size class s starts with the group and learns every block of it, whatever the block's
     coding, as the decoder's does; it codes every block given to it (code()) and is never ended.
     size and pos: coded bytes and input bytes so far; parts (keep=True): the parts coded."""
@@ -383,7 +383,7 @@ class GroupCoder:
     is coded, except the group's first blocks while the word model is on (the hold, see the module
     docstring).  The blocks depend only on the group's bytes, never on how they were pushed.
 
-    A group is tracked (format 15, docs/format.md §7.2) when the byte model ran alongside during the hold:
+    A group is tracked (formats 15 and 16, docs/format.md §7.2) when the byte model ran alongside during the hold:
     its run then learns every byte of the group, and each later block is coded by whichever of the word
     model and the run is smaller.  Otherwise the word model codes the blocks it wins and an untracked run
     the others.

@@ -189,9 +189,9 @@ class Codec:
 class ByteCoder:
     """One NlmByteCoder: the byte model of a run of byte-model blocks (docs/format.md §9)."""
 
-    def __init__(self):
+    def __init__(self, version):
         err = ffi.new("int*")
-        b = lib.nlm_bytecoder_new(err)
+        b = lib.nlm_bytecoder_new(version, err)
         self.err = err[0]
         self.b = ffi.gc(b, lib.nlm_bytecoder_free) if b != ffi.NULL else None
 

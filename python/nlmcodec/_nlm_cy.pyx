@@ -53,7 +53,7 @@ cdef extern from "nlm.h" nogil:
     const NlmTraceRec* nlm_codec_trace_records(const NlmCodec* c, size_t* n)
     ctypedef struct NlmByteCoder:
         pass
-    NlmByteCoder* nlm_bytecoder_new(int* err)
+    NlmByteCoder* nlm_bytecoder_new(int version, int* err)
     void nlm_bytecoder_free(NlmByteCoder* b)
     int nlm_bytecoder_reset(NlmByteCoder* b)
     size_t nlm_bytecoder_memory(const NlmByteCoder* b)
@@ -310,9 +310,9 @@ cdef class ByteCoder:
     cdef NlmByteCoder* b
     cdef public int err
 
-    def __cinit__(self):
+    def __cinit__(self, int version):
         cdef int err = 0
-        self.b = nlm_bytecoder_new(&err)
+        self.b = nlm_bytecoder_new(version, &err)
         self.err = err
 
     def __dealloc__(self):

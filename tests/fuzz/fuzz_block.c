@@ -5,7 +5,7 @@
  * bit 2 with bit 0 = heads mode (only the heads adapt, §6.5), bit 3 = the oldest format this build reads
  * (NLM_FORMAT_OLDEST) instead of the newest (NLM_FORMAT_VERSION), bytes 1-2 = block size - 1 (little-endian,
  * so 1 to 65,536 bytes: the largest word-model block), the rest = the payload.  The codec is reset for that
- * format in its mode (nlm_codec_reset_for; the byte coder ends its run), then the payload is
+ * format in its mode (nlm_codec_reset_for; that format's byte coder ends its run), then the payload is
  * decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and never touch
  * memory it does not own (built with ASan + UBSan).
  *
@@ -27,7 +27,7 @@
 #include "nlm.h"
 
 static NlmCodec* codecs[3]; /* indexed by NLM_MODE_*: static, dynamic, heads */
-static NlmByteCoder* bytecoder;
+static NlmByteCoder* bytecoders[2]; /* the byte models of the oldest format read and of the newest */
 static uint8_t* dst;
 static uint8_t* model_dump; /* the model file, kept: the model reads its priming list in place (and LeakSanitizer
                              * sees it reachable at exit, not leaked) */
@@ -99,10 +99,12 @@ static void load_model(void) {
         }
     }
     free(cs);
-    bytecoder = nlm_bytecoder_new(&err);
-    if (!bytecoder) {
-        fprintf(stderr, "fuzz_block: nlm_bytecoder_new failed: %s\n", nlm_error_name(err));
-        exit(2);
+    for (int i = 0; i < 2; i++) {
+        bytecoders[i] = nlm_bytecoder_new(i ? NLM_FORMAT_VERSION : NLM_FORMAT_OLDEST, &err);
+        if (!bytecoders[i]) {
+            fprintf(stderr, "fuzz_block: nlm_bytecoder_new failed: %s\n", nlm_error_name(err));
+            exit(2);
+        }
     }
     dst = malloc(1 << 16);
 }
@@ -114,7 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     NlmCodec* c = codecs[mode];
     int byte_model = (data[0] >> 1) & 1;
     size_t dst_len = (size_t)(data[1] | (data[2] << 8)) + 1;
-    const int version = (data[0] >> 3) & 1 ? NLM_FORMAT_OLDEST : NLM_FORMAT_VERSION;
+    const int oldest = (data[0] >> 3) & 1, version = oldest ? NLM_FORMAT_OLDEST : NLM_FORMAT_VERSION;
+    NlmByteCoder* bytecoder = bytecoders[!oldest];
     if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset_for(c, version, mode)) < 0) abort();
     /* the payload is copied to a buffer of its exact size, so ASan sees any read past its end */
     size_t n = size - 3;
