@@ -199,6 +199,19 @@ def _counting_codec(model, adapt, version=None):
 RULES_FORMAT = 13
 
 
+@pytest.fixture
+def byte_model_1(monkeypatch):
+    """The encoder's byte model as in formats 13 to 15 (byte model 1, docs/format.md §9.1-§9.5), the one the
+    rules were set with: byte model 2 (format 16, §9.7) codes news well enough to win its first block."""
+    from nlmcodec import _core
+
+    class ByteCoder1(_core.ByteCoder):
+        def __init__(self, version=15):
+            super().__init__(version)
+
+    monkeypatch.setattr(_core, "ByteCoder", ByteCoder1)
+
+
 def _one_group(codec, model, adapt, data):
     """data coded as one group by a GroupCoder (the whole input): (coder, frame, blocks as (kind, start, size,
     payload)); the frame round-trips when it has no word-model block."""
@@ -215,13 +228,13 @@ def _one_group(codec, model, adapt, data):
 
 
 @pytest.mark.slow
-def test_byte_model_alongside_ends_the_word_model_early(default_model):
+def test_byte_model_alongside_ends_the_word_model_early(default_model, byte_model_1):
     """news (Calgary), static: the byte model runs alongside from the first block (TRACK_RATIO), so the group
     is tracked (docs/format.md §7.2); the word model keeps the blocks it wins, and once the byte model, which
     has learnt every byte, is ahead over EARLY_MIN bytes of blocks both coded, the word model is not tried on
     the rest of the group: its blocks come first, then only byte-model blocks, and it never codes the group's
-    last blocks.  (Not dynamic mode: there the word model wins news.)  default-2, the model these rules were
-    set with."""
+    last blocks.  (Not dynamic mode: there the word model wins news.)  default-2 and byte model 1, the models
+    these rules were set with."""
     data = cc.read(cc.find("news"))
     model = nlmcodec.load_model("default-2")
     codec, calls = _counting_codec(model, False, RULES_FORMAT)
