@@ -214,6 +214,9 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=None, help="executions per target")
     ap.add_argument("--targets", default=",".join(PY_TARGETS + C_TARGETS))
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--seed", type=int, default=1,
+                    help="block-gcc's mutation seed: a run that continues an earlier one takes a new seed, or it "
+                         "repeats the earlier run's inputs")
     ap.add_argument("--timeout", type=int, default=20,
                     help="libFuzzer/atheris per-input limit in wall-clock seconds (raise it on a loaded machine or "
                          "under nice: a starved process can pass 20 s on an input that takes 0.1 s of CPU)")
@@ -250,7 +253,7 @@ def main(argv=None):
         elif t in exes:
             if t == "block-gcc":
                 n = args.runs or 10 ** 9          # with --time alone, -max_total_time ends it
-                cmd = [str(exes[t]), f"-runs={n}", "-seed=1", f"-max_len={BLOCK_MAX_LEN}",
+                cmd = [str(exes[t]), f"-runs={n}", f"-seed={args.seed}", f"-max_len={BLOCK_MAX_LEN}",
                        *([f"-max_total_time={args.time}"] if args.time else []), str(dirs["block"])]
             else:
                 corpus = work / "corpus" / t
