@@ -40,8 +40,10 @@ WORDS = ("the of and to a in is it that was he for on as with his be at by i thi
 # The longest work units of the slow lane, longest first (CPU seconds of `pytest -m slow --durations`): under
 # --dist loadgroup a file's tests are one unit, and xdist hands units out in collection order, so these go
 # first and the short tests fill in after them instead of one worker finishing dickens alone at the end.
-HEAVY_FIRST = ("dickens", "bible.txt", "test_second_reader_decodes_the_golden_vector[v13/fallback-default-2",
-               "test_second_reader_decodes_the_golden_vector[v13/news_64k-default-2", "reymont", "xml", "world192.txt",
+HEAVY_FIRST = ("dickens", "bible.txt", "test_threads_identical_frames_default_groups",
+               f"test_second_reader_decodes_the_golden_vector[v{nlmcodec.FORMAT_VERSION}/news_64k-",
+               f"test_second_reader_decodes_the_golden_vector[v{nlmcodec.FORMAT_VERSION}/fallback-",
+               "test_output_as_it_is_made_default_model", "reymont", "xml", "world192.txt",
                "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
 
 

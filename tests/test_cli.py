@@ -292,11 +292,12 @@ import vectorset as VS  # noqa: E402
 def test_golden_vectors_decode(tmp_path):
     """Golden frames of the format this build writes: -d restores the good ones (one process for all of them),
     -dc writes to stdout, -t accepts them and -l lists their sizes.  (Every format's are decoded by
-    tests/test_golden.py; the CLI's path does not depend on the format.)"""
+    tests/test_golden.py; the CLI's path does not depend on the format, nor on the frame's content: the
+    fallback-*, news_64k-* and tracked-* frames, whose decoding takes most of the time, are left out here.)"""
     from nlmcodec import FORMAT_VERSION
 
-    ok = VS.ok_vectors(FORMAT_VERSION)
-    assert ok
+    ok = [v for v in VS.ok_vectors(FORMAT_VERSION) if not v.name.startswith(("fallback-", "news_64k-", "tracked-"))]
+    assert len(ok) > 100
     # one process per kind of call, not per vector (hundreds of interpreter starts): -d -k of copies
     out = tmp_path / "ok"
     out.mkdir()

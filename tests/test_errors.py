@@ -132,7 +132,7 @@ def test_random_bytes_expansion_bound(tiny_model):
     # HEADER_WAIT: the header is written before the encoder knows no block uses the model), 25-byte trailer
     assert len(f) == len(data) + 10 + _frame.MODEL_ID_SIZE + 16 * 7 + 25 and len(data) > _encode.HEADER_WAIT
     assert nlmcodec.decompress(f) == data
-    big = os.urandom(9 << 20)                       # several groups: the model id is written
+    big = os.urandom(_encode.GROUP_SIZE + (256 << 10))      # two groups: the model id is written
     f = nlmcodec.compress(big, model=tiny_model)
     assert len(f) <= _encode.max_compressed_size(len(big))
     assert nlmcodec.decompress(f) == big

@@ -18,11 +18,12 @@ news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the older
 formats, the default model's in dynamic mode (about two minutes each; the tiny model's are read instead) and
-those of the other tiny models; the tracked-* vectors (270 KB each; their word-model blocks are coded as
+in static mode, and those of the other tiny models; the tracked-* vectors (270 KB each; their word-model blocks are coded as
 in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others:
 the context carried over 64-KiB blocks and across a byte-model block by the current format's fallback-* and
-news_64k-* (the default model in static and heads mode, the tiny model in dynamic mode: §6's updates do not
-depend on the model's size; format 13 differs only in the gap coding, which its other vectors take), and each
+news_64k-* (the default model in heads mode, the tiny model in dynamic mode: §6's updates do not depend on the
+model's size; static mode carries the context as the others do, and its integer forward, §2.6, is taken by its
+other vectors; format 13 differs only in the gap coding, which its other vectors take), and each
 tiny model's own arithmetic (the lstm and nplm transitions and their backward, the Kneser-Ney mixture) in every
 mode by its alice_4k, short_english, spelled and repeats vectors; no rule of the format depends on both.
 
@@ -67,10 +68,11 @@ _TWINS = {(v.model, v.adapt, word_payloads(v)) for ver in set(TWIN.values()) for
 
 
 def heavy_read(v, dflt):
-    """Whether a fallback-* or news_64k-* vector is read: the current format's, the default model's in static and
-    heads mode and the tiny model's in dynamic mode (for time: the default model's dynamic ones take minutes)."""
+    """Whether a fallback-* or news_64k-* vector is read: the current format's, the default model's in heads mode
+    (the default mode) and the tiny model's in dynamic mode (for time: the default model's dynamic ones take
+    minutes, its static ones half a minute each)."""
     return v.format_version == nlmcodec.FORMAT_VERSION and (
-        (v.model == dflt and v.adapt is not True) or (v.model == "tiny" and v.adapt is True))
+        (v.model == dflt and v.adapt == "heads") or (v.model == "tiny" and v.adapt is True))
 
 
 VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
@@ -106,7 +108,7 @@ def test_there_are_vectors_of_every_model_and_mode(version):
             assert {"alice_4k", "short_english"} <= names, (model, adapt, names)
             if model in ("tiny", dflt):
                 assert {"spelled", "repeats"} <= names, (model, adapt, names)
-    for adapt in MODES:       # word-model blocks on both sides of a byte-model block; two blocks of 64 KiB
+    for adapt in (True, "heads"):    # word-model blocks on both sides of a byte-model block; two blocks of 64 KiB
         name = VS.ADAPT_NAMES[adapt]
         model = "tiny" if adapt is True else dflt
         heavy = {f"v{version}/fallback-{model}-{name}", f"v{version}/news_64k-{model}-{name}"}

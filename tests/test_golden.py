@@ -135,8 +135,8 @@ import hashlib, sys
 sys.path.insert(0, IN["vec"])
 import vectorset as VS
 OUT = {}
-for v in VS.ok_vectors():
-    OUT["ok:" + v.key] = hashlib.sha256(nlmcodec.decompress(v.frame())).hexdigest()
+# (the ok vectors: test_ok_vector_decodes checks each binding's decoding of every one against its raw bytes, in
+# each lane, so they are identical across the bindings without decoding them here again)
 for v in VS.error_vectors():
     try:
         nlmcodec.decompress(v.frame()); OUT["err:" + v.key] = "accepted"
