@@ -28,7 +28,8 @@ if [ -n "$missing" ]; then
         echo "cross-architecture lane: FAILED, NOT RUN$where: missing $missing, and no apt-get to install $PKGS" >&2
         exit 2
     fi
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS; } >/tmp/nlmcodec-cross-apt.log 2>&1; then
+    # (flock: .ci/run starts this lane beside the fuzz lane, which may install with apt-get too)
+    if ! { flock 9 && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS; } 9>/tmp/nlmcodec-apt.lock >/tmp/nlmcodec-cross-apt.log 2>&1; then
         tail -5 /tmp/nlmcodec-cross-apt.log >&2
         echo "cross-architecture lane: apt-get could not install all of $PKGS (log: /tmp/nlmcodec-cross-apt.log)" >&2
     fi

@@ -69,6 +69,7 @@ def run_driver(exe, files):
     return rows
 
 
+@pytest.mark.one_lane          # C builds of tests/c/cm_driver.c: no binding
 @pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
 def test_scalar_reference_equals_optimised_builds(tmp_path, inputs):
     builds = {("gcc", fl): cbuild.build("cm_driver.c", SOURCES, tmp_path, fl) for fl in ("ref", "simd", "o3")}

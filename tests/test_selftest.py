@@ -31,6 +31,7 @@ def test_codec_creation_passes_the_selftest(tiny_model):
     assert nlmcodec.decompress(nlmcodec.compress(TEXT, model=tiny_model)) == TEXT
 
 
+@pytest.mark.one_lane          # a C driver built and run: no binding
 @pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
 def test_c_codec_refuses_when_the_selftest_fails(tmp_path):
     ok = cbuild.build("codec_driver.c", cbuild.CORE, tmp_path, "simd", strict=False, name="drv_ok")
@@ -51,6 +52,7 @@ def cpu_has_fma():
         return False
 
 
+@pytest.mark.one_lane          # a C driver built and run: no binding
 def test_selftest_catches_a_contracting_build(tmp_path):
     """clang -mfma -ffp-contract=fast (a packager's flags; clang then disregards the pragma) fuses the
     kernels' multiply-adds: the bits change, and the self-test refuses to create a codec."""
@@ -66,6 +68,7 @@ def test_selftest_catches_a_contracting_build(tmp_path):
     assert r.returncode == 2 and b"model_new failed: -8" in r.stderr, r.stderr
 
 
+@pytest.mark.one_lane          # a C driver built and run: no binding
 @pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
 def test_fpenv_guard_against_a_hostile_host_environment(tmp_path):
     exe = cbuild.build("fpenv_probe.c", cbuild.CORE, tmp_path, "simd", strict=False)

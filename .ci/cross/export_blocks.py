@@ -27,7 +27,8 @@ HEADS_BUDGET, and export fails if it keeps none of them.  A frozen older format'
 up to OLDER_SHARE of the budget, with no such exception: the tiny models' small ones, which take its own rules
 (the gap coding of docs/format.md §3.3 and §5.3) in every mode.  With lane.py's budget the light file leaves out
 the current format's default-model vectors in dynamic mode and its two largest inputs (news_64k, the fallback
-input) in static and heads mode, and the older format's larger vectors.  Why: under qemu they are the bulk of the
+input) in static and heads mode, the older format's larger vectors, and the two largest inputs of the tiny
+models other than tiny (CARRY_LEFT_OUT).  Why: under qemu they are the bulk of the
 time (news_64k and fallback take about 1-4 min of CPU each, by mode), and no code path is theirs alone: every
 model type, mode, cache, the match flag, the speller and the fallback's word-model blocks run in the smaller
 vectors of the light file (the tiny models' at every size, the default model's small ones in every mode), and
@@ -64,6 +65,11 @@ HEADS_BUDGET = 6e11
 # HEADS_BUDGET exception: its rules differ from the written format's only where docs/format.md says so (format 13:
 # the gap coding of §3.3 and §5.3), which its small vectors take; the native run replays all of it
 OLDER_SHARE = 0.01
+# the context carried over blocks (the fallback-* and news_64k-* vectors: 65-144 KB, 10-50 s each under
+# qemu-s390x) is replayed with the tiny model and, within the budgets, the default ones; the other model types'
+# own arithmetic (the lstm and nplm transitions, the Kneser-Ney mixture) is in their smaller vectors, and the
+# carry does not depend on the model type: their fallback-* and news_64k-* are left out of the light file
+CARRY_LEFT_OUT = ("tiny-lstm", "tiny-nplm", "tiny-kn")
 
 
 class Recorder(_core.Codec):
@@ -144,12 +150,15 @@ def main(argv=None):
         size = sum(len(op[2]) for op in ops if op[0] == "block")
         older = version < nlmcodec.FORMAT_VERSION
         default_heads = model.model_id in default_ids and mode == _core.native.MODE_HEADS and not older
-        unique.setdefault(b"".join(body), [[], size * model.params.size * MODE_COST[mode], default_heads, older])[0] \
-            .append(v.key)
+        carry = v.model in CARRY_LEFT_OUT and v.name.startswith(("fallback-", "news_64k-"))
+        unique.setdefault(b"".join(body), [[], size * model.params.size * MODE_COST[mode], default_heads, older,
+                                           carry])[0].append(v.key)
     recs, light, left_out, light_default_heads = [], [], [], []
-    for body, (names, work, default_heads, older) in unique.items():
+    for body, (names, work, default_heads, older, carry) in unique.items():
         recs.append(pack_str("=".join(names).encode()) + body)
-        if work <= args.light_budget * (OLDER_SHARE if older else 1) or (default_heads and work <= HEADS_BUDGET):
+        if carry:
+            left_out.append(f"{'='.join(names)} (carry over blocks)")
+        elif work <= args.light_budget * (OLDER_SHARE if older else 1) or (default_heads and work <= HEADS_BUDGET):
             light.append(recs[-1])
             if default_heads:
                 light_default_heads.append("=".join(names))
@@ -164,9 +173,10 @@ def main(argv=None):
     if args.light_budget:
         print(f"blocks_light.bin: {len(light)} block sets; the default model in heads mode: "
               f"{', '.join(light_default_heads) or 'none'}; left out (work over {args.light_budget:g}, in the default model's heads mode over "
-              f"{HEADS_BUDGET:g}, in an older format over {args.light_budget * OLDER_SHARE:g}): "
+              f"{HEADS_BUDGET:g}, in an older format over {args.light_budget * OLDER_SHARE:g}; the carry over "
+              f"blocks of {', '.join(CARRY_LEFT_OUT)}): "
               f"{', '.join(left_out) or 'none'}")
-        if not light_default_heads and any(d for _, _, d, _ in unique.values()):
+        if not light_default_heads and any(d for _, _, d, _, _ in unique.values()):
             print("blocks_light.bin holds no vector of the default model in heads mode (the default mode): "
                   "raise HEADS_BUDGET", file=sys.stderr)
             return 1
