@@ -1,7 +1,8 @@
 """The README's test command and the one .ci/run runs are the same: CI runs what a reader is told to run.
 
-.ci/run splits the command at its first `&&` (the install, then the test lanes, with the cross-architecture lane
-started between them); this test joins its two parts again and compares them with the README's line.
+.ci/run splits the command at its first `&&` (the install, then the test lanes, with the cross-architecture, wheel
+and fuzz lanes started between them); this test joins its two parts again and compares them with the README's
+line.
 """
 import pathlib
 import re

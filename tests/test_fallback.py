@@ -150,11 +150,10 @@ def test_threads_identical_frames_default_groups(tiny_model):
     here the default mode: where the groups are cut does not depend on the mode, and a minute per mode is CI's
     time).  English (the corpus's), which the tiny model codes: the group after the cut is a word-model group,
     coded from the trained state, so the cut shows in the frame."""
-    adapt = "heads"
     data = b"".join(cc.read(cc.find(n)) for n in ENGLISH_FILES)
     data += cc.read(cc.find("dickens"))[:4_700_000 - len(data)]     # ~4.7 MB: 2 groups
     assert len(data) > _encode.GROUP_SIZE
-    frames = {t: nlmcodec.compress(data, model=tiny_model, adapt=adapt, threads=t) for t in (1, 2)}
+    frames = {t: nlmcodec.compress(data, model=tiny_model, threads=t) for t in (1, 2)}      # the default mode
     assert frames[2] == frames[1]
     f = frames[1]
     kinds = _group_kinds(nlmcodec.get_frame_info(f))

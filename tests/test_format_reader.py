@@ -18,8 +18,8 @@ news_64k frames whose blocks the encoder gave to the byte model).
 
 Left out, for time (minutes of pure-Python decoding each): the fallback-* and news_64k-* vectors of the older
 formats, the default model's in dynamic mode (about two minutes each; the tiny model's are read instead) and
-in static mode, and those of the other tiny models; the tracked-* vectors (270 KB each; their word-model blocks are coded as
-in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others:
+in static mode, and those of the other tiny models; the tracked-* vectors (270 KB each; their word-model blocks
+are coded as in any group, and the tracked byte-model run, §7.2, is not this reader's).  Their paths are covered by others:
 the context carried over 64-KiB blocks and across a byte-model block by the current format's fallback-* and
 news_64k-* (the default model in heads mode, the tiny model in dynamic mode: §6's updates do not depend on the
 model's size; static mode carries the context as the others do, and its integer forward, §2.6, is taken by its
