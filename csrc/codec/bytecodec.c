@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bytemodel/cm.h"
+#include "codec/bytecodec.h"
 #include "codec/formats.h" /* nlm_format_byte_model */
 #include "coder/rc.h"
 #include "nlm.h"
@@ -129,6 +130,8 @@ int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n) {
     if (err) nlm_bytecoder_reset(b);
     return err;
 }
+
+CmModel* bytecoder_run(NlmByteCoder* b) { return b ? b->m : NULL; }
 
 const uint8_t* nlm_bytecoder_output(const NlmByteCoder* b, size_t* len) {
     *len = b->out_len;

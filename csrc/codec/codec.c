@@ -31,6 +31,8 @@
 #include "codec/tokmatch.h" /* TokMatch, tokmatch_*: the token match model (§3.4) */
 #include "codec/tokcache.h" /* TokCache, tokcache_*: the token cache mixed into the class and word stages (§3.6) */
 #include "codec/bodymix.h"  /* BodyMix, bodymix_*: unknown bodies predicted as tokens, the cache pointer (§5.1.1) */
+#include "codec/bytecodec.h" /* bytecoder_run: a tracked group's run, for the line route (§3.8) */
+#include "bytemodel/cm.h"    /* cm_code, cm_learn_block: the run's bytes in a routed block */
 
 #define MAX_BODY 32 /* NLM_MAX_WORD: the longest body the lexer makes */
 #define MAX_GAP_RUN 65535
@@ -46,6 +48,16 @@ struct NlmModel {
     size_t vocab_len;
     Speller* primed;      /* primed once from the model's list; contexts share its tables (speller_new_shared) */
 };
+
+/* The route flag of a line (§3.8): an adaptive probability per context (the routes of the two lines before,
+ * the class of the line before's first byte), updated like the gap mixer's slots. */
+#define ROUTE_CTX 32
+#define ROUTE_LIMIT 60
+typedef struct {
+    uint16_t q[ROUTE_CTX]; /* P(route = byte model) in 16 bits */
+    uint8_t n[ROUTE_CTX];
+    int last;              /* the routes of the last two lines (bit 0 the last) */
+} RouteFlag;
 
 struct NlmCodec {
     const NlmModel* shared;
@@ -90,6 +102,15 @@ struct NlmCodec {
     int lab_dists;        /* nlm_lab_trace_dists: also record each traced token's class and gap distributions */
     float* dists;         /* [dists_cap][C + NLM_NGAP] */
     size_t dists_cap;
+    /* the line route (format 17, §3.8) */
+    int route_on;         /* nlm_codec_set_route: the line route may be used (no format has it yet) */
+    NlmByteCoder* router; /* nlm_codec_set_router: the tracked group's byte coder, or NULL */
+    int route_lines;      /* the encoder's route bit with a router */
+    RouteFlag route, route_saved;
+    RcEnc shadow;         /* encoder: the run's coding of the whole block (nlm_codec_route_byte_payload) */
+    uint8_t* shadow_out;  /* ... as a byte-model payload */
+    size_t shadow_len;
+    int shadow_ok;
 };
 
 const char* nlm_error_name(int code) {
@@ -159,6 +180,7 @@ typedef struct {
     int gap;
     uint8_t* gapbuf; /* literal run (encoder: points into the input; decoder: scratch) */
     int glen;
+    const GmKnown* known; /* format 17 (§3.8): what is known of the gap before it is coded; NULL nothing */
 } StepTok;
 
 /* Trace only: the NLM_TRACE_TOPK largest of f[0..n) (total F) times pc, as ids base + index. */
@@ -193,6 +215,7 @@ static int code_cache_symbol(void* ctx, Rc* rc, const Fen* counts, int* sym, dou
 
 /* tr: the token's trace record (NULL when tracing is off); only written, never read. */
 static void end_segment(NlmCodec* c);
+static void route_reset(RouteFlag* f);
 
 /* nlm_lab_trace_dists: the row of the token traced in tr, or NULL (not recording) */
 static float* lab_dists_row(NlmCodec* c, const NlmTraceRec* tr) {
@@ -365,8 +388,9 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             for (int i = 0; i < NLM_NGAP; i++) ld[c->cfg.C + i] = (float)((double)gf[i] / (double)G);
         double gbits = 0.0;
         if (c->gapmixer_on) {
-            if ((r = gapmixer_code(c->gm, c->gmt, gf, t->body, t->blen, dec, &t->gap, gm_code_bit, c,
-                                   bits_wanted(c) ? &gbits : NULL)) < 0)
+            const int allowed = t->known ? gapmixer_allowed(t->known) : 0xFF;
+            if ((r = gapmixer_code_allowed(c->gm, c->gmt, gf, t->body, t->blen, allowed, dec, &t->gap, gm_code_bit,
+                                           c, bits_wanted(c) ? &gbits : NULL)) < 0)
                 return r;
         } else {
             if ((r = rc_code_freqs(&c->rc, gf, NLM_NGAP, G, &t->gap)) < 0) return r;
@@ -381,8 +405,9 @@ static int step_token(NlmCodec* c, StepTok* t, uint8_t* gap_scratch, NlmTraceRec
             /* the statistics accumulate exactly as without a trace; the trace takes the difference */
             const double before = st[NLM_STAT_GAP_BITS];
             if (c->gapmixer_on) {
-                if ((r = gapmixer_code_run(c->gm, c->gmt, t->body, t->blen, dec, t->gapbuf, &t->glen, MAX_GAP_RUN,
-                                           gm_code_bit, c, bits_wanted(c) ? &st[NLM_STAT_GAP_BITS] : NULL)) < 0)
+                if ((r = gapmixer_code_run_known(c->gm, c->gmt, t->body, t->blen, t->known, dec, t->gapbuf, &t->glen,
+                                                 MAX_GAP_RUN, gm_code_bit, c,
+                                                 bits_wanted(c) ? &st[NLM_STAT_GAP_BITS] : NULL)) < 0)
                     return r;
             } else if ((r = speller_code_gap(c->speller, &c->rc, t->gapbuf, &t->glen, MAX_GAP_RUN,
                                              &st[NLM_STAT_GAP_BITS])) < 0) {
@@ -504,6 +529,7 @@ NlmCodec* nlm_codec_new(const NlmModel* model, int adapt, int* err) {
     if (!model) { e = NLM_ERR_CONFIG; goto fail; }
     if (!(c = (NlmCodec*)calloc(1, sizeof *c))) { e = NLM_ERR_NOMEM; goto fail; }
     rc_enc_init(&c->rc.enc);
+    rc_enc_init(&c->shadow);
     c->shared = model;
     c->cfg = model->cfg;
     c->adapt = adapt ? 1 : 0;
@@ -555,6 +581,8 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->pnet);
     free(c->wnet);
     rc_enc_free(&c->rc.enc);
+    rc_enc_free(&c->shadow);
+    free(c->shadow_out);
     free(c->freq);
     free(c->freq2);
     free(c->toks);
@@ -575,6 +603,7 @@ int nlm_codec_reset(NlmCodec* c) {
     tokmatch_reset(c->match);
     tokcache_reset(c->cache);
     bodymix_reset(c->bmix);
+    route_reset(&c->route);
     c->seg_fill = 0;
     memset(c->stats, 0, sizeof c->stats);
     return NLM_OK;
@@ -608,6 +637,8 @@ int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     c->end_advance = row->end_advance;
     c->max_tokens = row->max_tokens;
     c->forward = row->forward;
+    c->route_on = 0;
+    c->router = NULL;
     if ((e = use_gap_mixer(c, row->gap_mixer)) < 0) return e;
     if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
     if (c->adapt) {
@@ -693,6 +724,7 @@ int nlm_codec_save(NlmCodec* c) {
     if ((r = tokcache_save(c->cache)) < 0) return r;
     if ((r = bodymix_save(c->bmix)) < 0) return r;
     c->seg_fill_saved = c->seg_fill;
+    c->route_saved = c->route;
     c->gapmix_saved = c->gapmix;
     if (c->gapmixer_on) *c->gm_saved = *c->gm;
     memcpy(c->stats_saved, c->stats, sizeof c->stats);
@@ -708,15 +740,258 @@ int nlm_codec_restore(NlmCodec* c) {
     if ((r = tokcache_restore(c->cache)) < 0) return r;
     if ((r = bodymix_restore(c->bmix)) < 0) return r;
     c->seg_fill = c->seg_fill_saved;
+    c->route = c->route_saved;
     c->gapmix = c->gapmix_saved;
     if (c->gapmixer_on) *c->gm = *c->gm_saved;
     memcpy(c->stats, c->stats_saved, sizeof c->stats);
     return NLM_OK;
 }
 
+/* The step's input from a lexed token of src (the encoder's, and a routed block's steps run without a coder). */
+static void fill_tok(const NlmCodec* c, const uint8_t* src, const NlmLexToken* lt, StepTok* t) {
+    t->ccase = lt->ccase;
+    t->gap = lt->gap;
+    t->gapbuf = (uint8_t*)src + lt->gap_off;
+    t->glen = (int)lt->gap_len;
+    t->blen = (int)lt->len;
+    t->known = NULL;
+    if (lt->kind == NLM_KIND_END) {
+        t->w = 1;
+    } else {
+        memcpy(t->body, src + lt->off, lt->len);
+        if (lt->kind == NLM_KIND_WORD && lt->ccase < 3) lex_lower(t->body, t->body, t->blen);
+        t->w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(c->vocab, t->body, t->blen);
+    }
+}
+
+/* ---- the line route (format 17, docs/format.md §3.8) ----
+ * In a tracked group's word-model block whose route bit is 1, a line starts at the block's first token and at
+ * every token whose gap holds a '\n'.  Each token first codes whether its gap holds a '\n' (unless the gap's
+ * start is already known to: it follows a line the run coded), then, where a line starts, the route flag.  A
+ * line routed to the word model is coded by the token steps; a line routed to the run is coded by the group's
+ * byte model from where the output stands through the first '\n' after a byte that is not whitespace (or to the
+ * block's end), and the token steps then run over its whole tokens without a coder, so the network, the caches
+ * and the gap mixer are where they would be had the word model coded them.  The run learns every byte of the
+ * block in order. */
+static int route_ctx(const NlmCodec* c) { return c->route.last | gapmixer_line_class(c->gm) << 2; }
+
+static int route_p(const RouteFlag* f, int ctx) {
+    int p = f->q[ctx] >> 4;
+    return p < 1 ? 1 : p > 4095 ? 4095 : p;
+}
+
+static void route_learn(RouteFlag* f, int ctx, int y) {
+    const int32_t target = y ? 65535 : 0;
+    f->q[ctx] = (uint16_t)(f->q[ctx] + (int32_t)(((int64_t)(target - f->q[ctx]) * 2) / (2 * f->n[ctx] + 3)));
+    if (f->n[ctx] < ROUTE_LIMIT) f->n[ctx]++;
+    f->last = (f->last << 1 | y) & 3;
+}
+
+static void route_reset(RouteFlag* f) {
+    for (int i = 0; i < ROUTE_CTX; i++) f->q[i] = 32768, f->n[i] = 0;
+    f->last = 0;
+}
+
+static int is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'; }
+
+static int gap_has_nl(const uint8_t* src, const NlmLexToken* lt) {
+    return lt->gap_len && memchr(src + lt->gap_off, '\n', lt->gap_len) != NULL;
+}
+
+/* The newline bit of the next gap (gapmixer_code_newline) with the codec's coder. */
+static int code_newline(NlmCodec* c, int* y) { return gapmixer_code_newline(c->gm, c->gmt, y, gm_code_bit, c, NULL); }
+
+/* The token steps of tokens toks[from..to) of src (the encoder's input, or a decoded line) in the encoder's
+ * direction, with the coder as it is set (RC_LOG: the word model's coding of a line, RC_DISCARD: a line the
+ * run coded).  The first token's newline bit was coded before (with the route flag) when first_coded, and kn0
+ * is what was known of its gap; every other token codes its newline bit first and is known by it. */
+static int line_steps(NlmCodec* c, const uint8_t* src, const NlmLexToken* toks, int64_t from, int64_t to,
+                      const GmKnown* kn0, int first_coded) {
+    for (int64_t k = from; k < to; k++) {
+        int r;
+        GmKnown kn = {gap_has_nl(src, &toks[k]), NULL, 0};
+        if (k > from || !first_coded) {
+            int y = kn.nl;
+            if ((r = code_newline(c, &y)) < 0) return r;
+        }
+        StepTok t;
+        fill_tok(c, src, &toks[k], &t);
+        if (toks[k].gap == 7 && toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_CORRUPT;
+        t.known = k == from && first_coded ? kn0 : &kn;
+        if ((r = step_token(c, &t, NULL, NULL)) < 0) return r;
+    }
+    return NLM_OK;
+}
+
+/* The run's coding of the whole block, made alongside: a byte-model payload continuing the run (§9.1). */
+static int shadow_finish(NlmCodec* c) {
+    int r = rc_enc_finish(&c->shadow);
+    if (r < 0) return r;
+    uint8_t* o = (uint8_t*)realloc(c->shadow_out, c->shadow.len + 1);
+    if (!o) return NLM_ERR_NOMEM;
+    c->shadow_out = o;
+    o[0] = 0; /* the run byte: the block continues the run */
+    memcpy(o + 1, c->shadow.buf, c->shadow.len);
+    c->shadow_len = c->shadow.len + 1;
+    c->shadow_ok = 1;
+    return NLM_OK;
+}
+
+/* Encoder, a block of a tracked group with a router (c->toks: its ntok tokens). */
+static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t ntok) {
+    RcEnc* e = &c->rc.enc;
+    CmModel* bm = bytecoder_run(c->router);
+    if (!bm) return NLM_ERR_STATE;
+    int r, on = c->route_lines;
+    rc_enc_reset(&c->shadow);
+    c->shadow_ok = 0;
+    if ((r = rc_enc_bit(e, on, 2048)) < 0) return r;
+    if (!on) {
+        for (int64_t k = 0; k < ntok && r >= 0; k++) {
+            StepTok t;
+            fill_tok(c, src, &c->toks[k], &t);
+            r = step_token(c, &t, NULL, NULL);
+        }
+        if (r < 0) return r;
+        e->sink = RC_LOG, e->nops = 0;
+        r = cm_code(bm, &c->rc, (uint8_t*)src, n);
+        e->sink = RC_CODE;
+        if (r < 0) return r;
+        if ((r = rc_enc_replay(&c->shadow, e, 0, e->nops)) < 0) return r;
+        return shadow_finish(c);
+    }
+    size_t pos = 0, prelen = 0; /* bytes coded; of them, the start of the next token's gap (a run's line end) */
+    int64_t k = 0;
+    while (k < ntok) {
+        const NlmLexToken* lt = &c->toks[k];
+        int nl = gap_has_nl(src, lt);
+        if (!prelen && (r = code_newline(c, &nl)) < 0) return r;
+        const GmKnown kn = {nl, src + pos - prelen, (int)prelen};
+        int64_t u = k + 1; /* the line: tokens k..u-1 (token k is the block's first or its gap holds a '\n') */
+        while (u < ntok && !gap_has_nl(src, &c->toks[u])) u++;
+        const size_t e1 = c->toks[u - 1].off + c->toks[u - 1].len; /* the end of its last body */
+        const size_t e2 = u < ntok ? (size_t)((const uint8_t*)memchr(src + c->toks[u].gap_off, '\n',
+                                                                     c->toks[u].gap_len) - src) + 1
+                                   : n; /* through the '\n' that ends it */
+        const int ctx = route_ctx(c), p = route_p(&c->route, ctx); /* before the line's steps move the history */
+        /* both codings, logged: the word model's, then the run's (which learns the bytes either way) */
+        e->sink = RC_LOG, e->nops = 0;
+        r = line_steps(c, src, c->toks, k, u, &kn, 1);
+        const size_t split = e->nops;
+        if (r >= 0) r = cm_code(bm, &c->rc, (uint8_t*)src + pos, e1 - pos);
+        e->sink = RC_CODE;
+        if (r < 0) return r;
+        const uint64_t wc = rc_ops_cost(e, 0, split), bc = rc_ops_cost(e, split, e->nops);
+        int y = bc + rc_cost((uint32_t)p, 4096) < wc + rc_cost((uint32_t)(4096 - p), 4096);
+        if ((r = rc_enc_bit(e, y, (uint32_t)p)) < 0) return r;
+        route_learn(&c->route, ctx, y);
+        if (y) { /* the run codes the line through its '\n' */
+            e->sink = RC_LOG;
+            r = cm_code(bm, &c->rc, (uint8_t*)src + e1, e2 - e1);
+            e->sink = RC_CODE;
+            if (r < 0 || (r = rc_enc_replay(e, e, split, e->nops)) < 0) return r;
+            pos = e2, prelen = e2 - e1;
+            if (pos == n && u < ntok) { /* the block ends with the line's '\n': its END is the line's too */
+                e->sink = RC_DISCARD;
+                r = line_steps(c, src, c->toks, u, ntok, NULL, 0);
+                e->sink = RC_CODE;
+                if (r < 0) return r;
+                u = ntok;
+            }
+        } else {
+            if ((r = rc_enc_replay(e, e, 0, split)) < 0) return r;
+            pos = e1, prelen = 0;
+        }
+        if ((r = rc_enc_replay(&c->shadow, e, split, e->nops)) < 0) return r;
+        k = u;
+    }
+    return shadow_finish(c);
+}
+
+/* Decoder, a block of a tracked group with a router: writes dst[0..dst_len) (the caller checks the length and
+ * the payload's end). */
+static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t* gap_scratch, size_t* out) {
+    Rc* rc = &c->rc;
+    CmModel* bm = bytecoder_run(c->router);
+    if (!bm) return NLM_ERR_STATE;
+    int r, on = 0;
+    if ((r = rc_dec_bit(&rc->dec, 2048, &on)) < 0) return r;
+    size_t pos = 0, fed = 0, q = 0, prelen = 0; /* output; learnt by the run; the next token's start */
+    uint64_t k = 0;                             /* tokens stepped */
+    if (c->toks_cap < dst_len + 1) {
+        free(c->toks);
+        c->toks_cap = dst_len + 1;
+        if (!(c->toks = (NlmLexToken*)malloc(sizeof(NlmLexToken) * c->toks_cap))) {
+            c->toks_cap = 0;
+            return NLM_ERR_NOMEM;
+        }
+    }
+    for (;;) {
+        if (k > dst_len || (c->max_tokens && k >= c->max_tokens)) return NLM_ERR_CORRUPT;
+        int nl = 1, y = 0;
+        if (on && !prelen && (r = code_newline(c, &nl)) < 0) return r;
+        const GmKnown kn = {on ? nl : -1, dst + q, (int)prelen};
+        if (on && (k == 0 || nl)) {
+            const int ctx = route_ctx(c);
+            if ((r = rc_dec_bit(&rc->dec, (uint32_t)route_p(&c->route, ctx), &y)) < 0) return r;
+            route_learn(&c->route, ctx, y);
+        }
+        if (y) { /* a line the run codes */
+            if (fed < pos && cm_learn_block(bm, dst + fed, pos - fed) < 0) return NLM_ERR_CORRUPT;
+            int seen = 0;
+            while (pos < dst_len) {
+                if ((r = cm_code(bm, rc, dst + pos, 1)) < 0) return r == NLM_ERR_NOMEM ? r : NLM_ERR_CORRUPT;
+                const uint8_t b = dst[pos++];
+                if (!is_ws(b)) seen = 1;
+                else if (b == '\n' && seen) break;
+            }
+            fed = pos;
+            int64_t nt = nlm_lex(dst + q, pos - q, c->toks, c->toks_cap);
+            if (nt < 1) return NLM_ERR_CORRUPT;
+            const int done = pos == dst_len;
+            const int64_t steps = done ? nt : nt - 1; /* a line that does not end the block: its '\n' is in the
+                                                       * gap of the next line's first token */
+            if (c->max_tokens && k + (uint64_t)steps > c->max_tokens) return NLM_ERR_CORRUPT;
+            rc->decoding = 0, rc->enc.sink = RC_DISCARD;
+            r = line_steps(c, dst + q, c->toks, 0, steps, &kn, 1);
+            rc->decoding = 1, rc->enc.sink = RC_CODE;
+            if (r < 0) return r == NLM_ERR_NOMEM ? r : NLM_ERR_CORRUPT;
+            k += (uint64_t)steps;
+            if (done) break;
+            q += c->toks[nt - 1].gap_off;
+            prelen = pos - q;
+            continue;
+        }
+        StepTok t;
+        t.gapbuf = NULL;
+        t.glen = 0;
+        t.blen = 0;
+        t.known = on ? &kn : NULL;
+        if ((r = step_token(c, &t, gap_scratch, NULL)) < 0) return r;
+        k++;
+        int gl;
+        const uint8_t* g = t.gap == 7 ? t.gapbuf : lex_gap_bytes(t.gap, &gl);
+        if (t.gap == 7) gl = t.glen;
+        if ((size_t)gl < prelen) return NLM_ERR_CORRUPT;
+        if ((size_t)gl - prelen + (size_t)t.blen > dst_len - pos) return NLM_ERR_CORRUPT;
+        memcpy(dst + pos, g + prelen, (size_t)gl - prelen);
+        pos += (size_t)gl - prelen;
+        memcpy(dst + pos, t.body, (size_t)t.blen);
+        lex_recase(dst + pos, t.blen, t.ccase);
+        pos += (size_t)t.blen;
+        q = pos, prelen = 0;
+        if (t.w == 1) break;
+        if (rc_dec_past_end(&rc->dec) > MAX_PAST_END) return NLM_ERR_CORRUPT;
+    }
+    if (fed < pos && cm_learn_block(bm, dst + fed, pos - fed) < 0) return NLM_ERR_CORRUPT;
+    *out = pos;
+    return NLM_OK;
+}
+
 int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     if (!c || (n && !src)) return NLM_ERR_STATE;
     c->trace_n = 0; /* the trace describes this call only, even when it refuses the block */
+    c->shadow_ok = 0;
     if (n > 0xFFFFFFF0u) return NLM_ERR_CAPACITY;
     if (c->toks_cap < n + 1) {
         free(c->toks);
@@ -748,21 +1023,14 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     c->rc.decoding = 0;
     rc_enc_reset(&c->rc.enc);
     int64_t r = NLM_OK;
+    if (c->router) {
+        r = encode_routed(c, src, n, ntok);
+        ntok = 0; /* the tokens are coded */
+    }
     for (int64_t k = 0; k < ntok && r >= 0; k++) {
         const NlmLexToken* lt = &c->toks[k];
         StepTok t;
-        t.ccase = lt->ccase;
-        t.gap = lt->gap;
-        t.gapbuf = (uint8_t*)src + lt->gap_off;
-        t.glen = (int)lt->gap_len;
-        t.blen = (int)lt->len;
-        if (lt->kind == NLM_KIND_END) {
-            t.w = 1;
-        } else {
-            memcpy(t.body, src + lt->off, lt->len);
-            if (lt->kind == NLM_KIND_WORD && lt->ccase < 3) lex_lower(t.body, t.body, t.blen);
-            t.w = (lt->kind == NLM_KIND_WORD && lt->ccase == 3) ? 0 : lex_vocab_find(c->vocab, t.body, t.blen);
-        }
+        fill_tok(c, src, lt, &t);
         NlmTraceRec* tr = NULL;
         if (c->trace_on) {
             tr = &c->trace[k];
@@ -798,6 +1066,10 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
     rc_dec_init(&c->rc.dec, src, n);
     int64_t r = NLM_OK;
     size_t pos = 0;
+    if (c->router) {
+        r = decode_routed(c, dst, dst_len, gap_scratch, &pos);
+        goto finish;
+    }
     /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens;
      * with a token bound (§3.5) also at most max_tokens (END included), which bounds the work a forged block
      * costs. */
@@ -807,6 +1079,7 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
         t.gapbuf = NULL;
         t.glen = 0;
         t.blen = 0;
+        t.known = NULL;
         if ((r = step_token(c, &t, gap_scratch, NULL)) < 0) break;
         int gl;
         const uint8_t* g = t.gap == 7 ? t.gapbuf : lex_gap_bytes(t.gap, &gl);
@@ -820,12 +1093,34 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
         if (t.w == 1) break;
         if (rc_dec_past_end(&c->rc.dec) > MAX_PAST_END) { r = NLM_ERR_CORRUPT; break; }
     }
+finish:
     if (r >= 0) end_block(c);
     if (r >= 0 && pos != dst_len) r = NLM_ERR_DST_SIZE;
     if (r >= 0 && (rc_dec_past_end(&c->rc.dec) > MAX_PAST_END || rc_dec_finish(&c->rc.dec) < 0)) r = NLM_ERR_CORRUPT;
     nlm_fpenv_leave(&fe);
     free(gap_scratch);
     return r < 0 ? r : (int64_t)dst_len;
+}
+
+int nlm_codec_set_route(NlmCodec* c, int on) {
+    if (!c || !c->gapmixer_on) return NLM_ERR_STATE;
+    c->route_on = on ? 1 : 0;
+    c->router = NULL;
+    return nlm_codec_reset(c);
+}
+
+int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines) {
+    if (!c || (b && (!c->route_on || !c->gapmixer_on)) || lines < 0 || lines > 1) return NLM_ERR_STATE;
+    c->router = b;
+    c->route_lines = lines;
+    c->shadow_ok = 0;
+    return NLM_OK;
+}
+
+const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* len) {
+    const int ok = c && c->shadow_ok;
+    if (len) *len = ok ? c->shadow_len : 0;
+    return ok ? c->shadow_out : NULL;
 }
 
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n) {

@@ -167,13 +167,24 @@ static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int
 
 int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint8_t* body, int blen,
                   int dec, int* sym, GmCodeBit code_bit, void* cctx, double* bits) {
+    return gapmixer_code_allowed(g, t, gf, body, blen, 0xFF, dec, sym, code_bit, cctx, bits);
+}
+
+int gapmixer_code_allowed(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint8_t* body, int blen,
+                          int allowed, int dec, int* sym, GmCodeBit code_bit, void* cctx, double* bits) {
+    if (!(allowed & 0xFF)) return NLM_ERR_CORRUPT;
+    if (!dec && !(allowed >> *sym & 1)) return NLM_ERR_STATE;
     GmCtx cx;
     gm_contexts(g, body, blen, -1, 0, &cx);
     const int s = dec ? -1 : *sym;
     uint64_t rest = 0;
-    for (int i = 0; i < NLM_NGAP; i++) rest += gf[ORDER[i]];
+    int left = 0;
+    for (int i = 0; i < NLM_NGAP; i++)
+        if (allowed >> ORDER[i] & 1) rest += gf[ORDER[i]], left++;
     int k;
-    for (k = 0; k < GM_NODES; k++) {
+    for (k = 0; k < NLM_NGAP; k++) {
+        if (!(allowed >> ORDER[k] & 1)) continue;
+        if (left == 1) break; /* the one symbol left (with every symbol allowed: node 7 is never asked) */
         const uint64_t fk = gf[ORDER[k]];
         int pn = rest ? (int)((fk * 4096 + rest / 2) / rest) : 2048;
         if (pn < 1) pn = 1;
@@ -183,9 +194,38 @@ int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint
         if (r < 0) return r;
         if (y) break;
         rest -= fk;
+        left--;
     }
     if (dec) *sym = ORDER[k];
     return 0;
+}
+
+int gapmixer_allowed(const GmKnown* kn) {
+    int a = 0;
+    for (int s = 0; s < NLM_NGAP; s++) {
+        if (s == 7) { /* a literal run can hold any prefix and either answer */
+            a |= 1 << s;
+            continue;
+        }
+        static const char* const GAP[7] = {"", " ", "  ", "\n", "\n\n", "\r\n", "\t"};
+        const int n = (int)strlen(GAP[s]);
+        const int has_nl = strchr(GAP[s], '\n') != NULL;
+        if (kn->nl >= 0 && has_nl != kn->nl) continue;
+        if (kn->prelen > n || memcmp(GAP[s], kn->pre, (size_t)kn->prelen)) continue;
+        a |= 1 << s;
+    }
+    return a;
+}
+
+int gapmixer_code_newline(GapMixer* g, const GmTables* t, int* y, GmCodeBit code_bit, void* cctx, double* bits) {
+    GmCtx cx;
+    gm_contexts(g, NULL, 0, -1, 0, &cx);
+    return gm_bit(g, t, &cx, GM_NODE_NL, 0, y, code_bit, cctx, bits);
+}
+
+int gapmixer_line_class(const GapMixer* g) {
+    const int ind = indent_of(g->cur, g->curlen);
+    return (uint32_t)ind < g->curlen && ind < GM_LINE ? byte_class(g->cur[ind]) : 0;
 }
 
 /* A literal run's bytes, one at a time: END? then '\n', ' ', '\t', '\r', '\v' / '\f' (END not at the start).
@@ -194,36 +234,54 @@ static const uint8_t RUN_BYTES[6] = {'\n', ' ', '\t', '\r', '\v', '\f'};
 
 int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, int dec, uint8_t* buf,
                       int* len, int maxlen, GmCodeBit code_bit, void* cctx, double* bits) {
+    return gapmixer_code_run_known(g, t, body, blen, NULL, dec, buf, len, maxlen, code_bit, cctx, bits);
+}
+
+int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, const GmKnown* kn,
+                            int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* cctx,
+                            double* bits) {
     const int n = dec ? maxlen : *len;
+    const int prelen = kn ? kn->prelen : 0, nl = kn ? kn->nl : -1;
+    if (prelen > maxlen || (!dec && (n < prelen || memcmp(buf, kn->pre, (size_t)prelen)))) return NLM_ERR_STATE;
     uint32_t rh = 0;
-    int pos;
+    int pos, seen_nl = 0;
     for (pos = 0; pos < maxlen; pos++) {
         GmCtx cx;
         gm_contexts(g, body, blen, pos, rh, &cx);
         int x = -1; /* the byte's index in RUN_BYTES, -1 END */
-        if (!dec && pos < n)
+        if (pos < prelen) {
             for (int i = 0; i < 6; i++)
-                if (buf[pos] == RUN_BYTES[i]) x = i;
-        if (!dec && pos < n && x < 0) return NLM_ERR_STATE;
-        int node = GM_NODES, r, y;
-        if (pos > 0) {
-            y = dec ? 0 : x < 0;
-            if ((r = gm_bit(g, t, &cx, node, 0, &y, code_bit, cctx, bits)) < 0) return r;
-            if (y) break;
+                if (kn->pre[pos] == RUN_BYTES[i]) x = i;
+            if (x < 0) return NLM_ERR_STATE;
+            if (dec) buf[pos] = RUN_BYTES[x];
+        } else {
+            if (!dec && pos < n)
+                for (int i = 0; i < 6; i++)
+                    if (buf[pos] == RUN_BYTES[i]) x = i;
+            if (!dec && pos < n && (x < 0 || (nl == 0 && x == 0))) return NLM_ERR_STATE;
+            if (!dec && pos == n && nl == 1 && !seen_nl) return NLM_ERR_STATE;
+            int node = GM_NODES, r, y;
+            if (pos > 0 && !(nl == 1 && !seen_nl)) {
+                y = dec ? 0 : x < 0;
+                if ((r = gm_bit(g, t, &cx, node, 0, &y, code_bit, cctx, bits)) < 0) return r;
+                if (y) break;
+            }
+            int i;
+            for (i = nl == 0 ? 1 : 0; i < 5; i++) {
+                y = dec ? 0 : x == i;
+                if ((r = gm_bit(g, t, &cx, node + 1 + i, 0, &y, code_bit, cctx, bits)) < 0) return r;
+                if (y) break;
+            }
+            if (dec) {
+                x = i; /* i == 5: '\f' */
+                buf[pos] = RUN_BYTES[x];
+            }
         }
-        int i;
-        for (i = 0; i < 5; i++) {
-            y = dec ? 0 : x == i;
-            if ((r = gm_bit(g, t, &cx, node + 1 + i, 0, &y, code_bit, cctx, bits)) < 0) return r;
-            if (y) break;
-        }
-        if (dec) {
-            x = i; /* i == 5: '\f' */
-            buf[pos] = RUN_BYTES[x];
-        }
+        seen_nl |= x == 0;
         gapmixer_push(g, buf + pos, 1, body, 0);
         rh = (rh << 4 | (uint32_t)x) & 0xFFFF;
     }
+    if (pos == maxlen && nl == 1 && !seen_nl) return dec ? NLM_ERR_CORRUPT : NLM_ERR_STATE;
     if (dec) *len = pos;
     return 0;
 }

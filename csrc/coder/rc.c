@@ -44,6 +44,27 @@ void rc_enc_free(RcEnc* e) {
     free(e->buf);
     e->buf = NULL;
     e->len = e->cap = 0;
+    free(e->ops);
+    e->ops = NULL;
+    e->nops = e->ops_cap = 0;
+}
+
+/* RC_LOG / RC_DISCARD: the symbol is logged or dropped instead of coded. */
+static int enc_sink(RcEnc* e, uint32_t cum, uint32_t f, uint32_t F) {
+    if (e->err) return e->err;
+    if (e->sink == RC_DISCARD) return 0;
+    if (e->nops == e->ops_cap) {
+        size_t cap = e->ops_cap ? 2 * e->ops_cap : 4096;
+        RcOp* o = (RcOp*)realloc(e->ops, cap * sizeof *o);
+        if (!o) return e->err = NLM_ERR_NOMEM;
+        e->ops = o;
+        e->ops_cap = cap;
+    }
+    e->ops[e->nops].cum = cum;
+    e->ops[e->nops].f = f;
+    e->ops[e->nops].F = F;
+    e->nops++;
+    return 0;
 }
 
 static int enc_reserve(RcEnc* e, uint64_t extra) {
@@ -90,6 +111,10 @@ static int shift_low(RcEnc* e) {
 
 int rc_enc_encode(RcEnc* e, uint32_t cum, uint32_t f, uint32_t F) {
     if (e->err) return e->err;
+    if (e->sink) {
+        if (f == 0 || F == 0 || F > RC_MAX_TOTAL || (uint64_t)cum + f > F) return NLM_ERR_STATE;
+        return enc_sink(e, cum, f, F);
+    }
     if (f == 0 || F == 0 || F > RC_MAX_TOTAL || (uint64_t)cum + f > F) return NLM_ERR_STATE;
     uint64_t r = e->range / F;
     e->low += r * cum;
@@ -180,6 +205,7 @@ int rc_dec_finish(RcDec* d) {
 int rc_enc_bit(RcEnc* e, int bit, uint32_t p1) {
     if (e->err) return e->err;
     if (p1 == 0 || p1 >= 4096) return NLM_ERR_STATE;
+    if (e->sink) return enc_sink(e, bit ? 1u : 0u, p1, 0);
     uint64_t r = e->range >> 12; /* = range / 4096 */
     if (bit) {
         e->range = r * p1;
@@ -192,6 +218,45 @@ int rc_enc_bit(RcEnc* e, int bit, uint32_t p1) {
         if (shift_low(e)) return e->err;
     }
     return 0;
+}
+
+int rc_enc_replay(RcEnc* dst, const RcEnc* src, size_t from, size_t to) {
+    if (dst->sink != RC_CODE || to > src->nops || from > to) return NLM_ERR_STATE;
+    for (size_t i = from; i < to; i++) {
+        const RcOp* o = &src->ops[i];
+        int r = o->F ? rc_enc_encode(dst, o->cum, o->f, o->F) : rc_enc_bit(dst, (int)o->cum, o->f);
+        if (r < 0) return r;
+    }
+    return 0;
+}
+
+/* log2(x) in 1/65536, truncated, for 1 <= x < 2^32: the integer part from the highest bit, 16 fraction bits by
+ * repeated squaring of the mantissa (Q31). */
+static uint32_t log2_q16(uint32_t x) {
+    uint32_t n = 0;
+    while ((x >> n) > 1) n++;
+    uint64_t y = ((uint64_t)x << 31) >> n; /* [2^31, 2^32): the mantissa in [1, 2) */
+    uint32_t frac = 0;
+    for (int i = 0; i < 16; i++) {
+        y = (y * y) >> 31;
+        frac <<= 1;
+        if (y >= (1ull << 32)) {
+            frac |= 1;
+            y >>= 1;
+        }
+    }
+    return n << 16 | frac;
+}
+
+uint32_t rc_cost(uint32_t f, uint32_t F) { return log2_q16(F) - log2_q16(f); }
+
+uint64_t rc_ops_cost(const RcEnc* e, size_t from, size_t to) {
+    uint64_t s = 0;
+    for (size_t i = from; i < to && i < e->nops; i++) {
+        const RcOp* o = &e->ops[i];
+        s += o->F ? rc_cost(o->f, o->F) : rc_cost(o->cum ? o->f : 4096 - o->f, 4096);
+    }
+    return s;
 }
 
 int rc_dec_bit(RcDec* d, uint32_t p1, int* bit) {

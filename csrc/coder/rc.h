@@ -31,7 +31,18 @@ typedef struct {
     uint64_t pending; /* bytes held back: the cache byte then pending-1 bytes 0xFF (0 = none yet) */
     uint8_t cache;
     int err;          /* sticky: NLM_ERR_NOMEM after a failed allocation */
+    int sink;         /* RC_CODE: symbols are coded; RC_LOG: appended to ops instead (rc_enc_replay codes them
+                       * later); RC_DISCARD: dropped (a step run for its state only, the line route of §3.8) */
+    struct RcOp* ops; /* RC_LOG: the symbols logged, owned */
+    size_t nops, ops_cap;
 } RcEnc;
+
+enum { RC_CODE = 0, RC_LOG = 1, RC_DISCARD = 2 };
+
+/* A logged symbol: (cum, f, F), or a binary decision (F = 0, cum = the bit, f = p1). */
+typedef struct RcOp {
+    uint32_t cum, f, F;
+} RcOp;
 
 typedef struct {
     const uint8_t* src; /* payload (not owned) */
@@ -52,6 +63,14 @@ int rc_enc_encode(RcEnc* e, uint32_t cum, uint32_t f, uint32_t F);
 /* Flush: emits the pending bytes and at most one more byte.  The payload is then e->buf[0..e->len).
  * A stream of N renormalisation shifts takes N or N + 1 bytes in all. */
 int rc_enc_finish(RcEnc* e);
+
+/* Code src's logged ops[from..to) (RC_LOG) with dst, an encoder in RC_CODE mode (dst may be src). */
+int rc_enc_replay(RcEnc* dst, const RcEnc* src, size_t from, size_t to);
+/* The information of ops[from..to) in 1/65536 bits, exactly (integer arithmetic: an encoder's choice made
+ * on it is the same on every machine). */
+uint64_t rc_ops_cost(const RcEnc* e, size_t from, size_t to);
+/* -log2(f / F) in 1/65536 bits, exactly (0 < f <= F <= 2^30). */
+uint32_t rc_cost(uint32_t f, uint32_t F);
 
 /* ---- decoder ---- */
 void rc_dec_init(RcDec* d, const uint8_t* src, size_t n);

@@ -151,6 +151,22 @@ class Codec:
     def decode_block(self, payload, size):
         return check(self._c.decode_block(payload, size), "corrupt block")
 
+    def lab_line_route(self, on: bool = True):
+        """Measurement: the line route of the next format (docs/decisions/line-route.md, nlm_lab.h
+        nlm_codec_set_route) on this context (after reset(); resets it).  No format has it yet."""
+        check(self._c.set_route(int(on)), "line route")
+
+    def set_router(self, bcoder, lines: bool = True):
+        """With lab_line_route on: the next word-model blocks belong to a tracked group whose run is bcoder's (a
+        ByteCoder, or None: they do not; nlm_lab.h nlm_codec_set_router).  With a router the blocks' bytes are
+        learnt by its run as they are coded or decoded; lines: the encoder routes lines."""
+        check(self._c.set_router(bcoder._b if bcoder is not None else None, int(lines)), "router")
+
+    def route_byte_payload(self):
+        """After encode_block with a router: the payload of a byte-model block continuing the run that codes the
+        same bytes (made alongside), or None."""
+        return self._c.route_byte_payload()
+
     def stats(self):
         return dict(zip(STAT_NAMES, check(self._c.stats())))
 

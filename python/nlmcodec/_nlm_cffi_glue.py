@@ -136,6 +136,20 @@ class Codec:
     def save(self):
         return lib.nlm_codec_save(self.c)
 
+    def set_route(self, on):
+        return lib.nlm_codec_set_route(self.c, on)
+
+    def set_router(self, bcoder, lines=1):
+        r = lib.nlm_codec_set_router(self.c, bcoder.b if bcoder is not None else ffi.NULL, lines)
+        if r == 0:
+            self._router = bcoder           # the run outlives the codec's use of it
+        return r
+
+    def route_byte_payload(self):
+        n = ffi.new("size_t*")
+        p = lib.nlm_codec_route_byte_payload(self.c, n)
+        return bytes(ffi.buffer(p, n[0])) if p != ffi.NULL else None
+
     def restore(self):
         return lib.nlm_codec_restore(self.c)
 

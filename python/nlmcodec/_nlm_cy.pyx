@@ -67,6 +67,9 @@ cdef extern from "nlm.h" nogil:
 # nlm_codec_reset_for alone.
 cdef extern from "nlm_lab.h" nogil:
     int nlm_codec_reset(NlmCodec* c)
+    int nlm_codec_set_route(NlmCodec* c, int on)
+    int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines)
+    const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* length)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
     int nlm_codec_set_match(NlmCodec* c, int level)
     int nlm_codec_set_cache(NlmCodec* c, int level)
@@ -170,10 +173,14 @@ cdef class Model:
         return nlm_model_memory(self.m)
 
 
+cdef class ByteCoder
+
+
 cdef class Codec:
     """One NlmCodec context over a Model (state, adapted weights, cache, speller)."""
     cdef NlmCodec* c
     cdef object _model
+    cdef object _router
     cdef public int err
 
     def __cinit__(self, Model model, int adapt):
@@ -239,6 +246,20 @@ cdef class Codec:
         with nogil:
             r = nlm_codec_save(self.c)
         return r
+
+    def set_route(self, int on):
+        return nlm_codec_set_route(self.c, on)
+
+    def set_router(self, ByteCoder bcoder, int lines=1):
+        cdef int r = nlm_codec_set_router(self.c, bcoder.b if bcoder is not None else NULL, lines)
+        if r == 0:
+            self._router = bcoder           # the run outlives the codec's use of it
+        return r
+
+    def route_byte_payload(self):
+        cdef size_t n = 0
+        cdef const uint8_t* p = nlm_codec_route_byte_payload(self.c, &n)
+        return p[:n] if p != NULL else None
 
     def restore(self):
         cdef int r
