@@ -77,7 +77,7 @@ const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* w
  * nlm_codec_set_route(c, on): the context's gap mixer (formats 14 on) may route lines; resets the context, and
  * nlm_codec_reset_for turns it off.  nlm_codec_set_router(c, b, lines): the context's next word-model blocks
  * belong to a tracked group whose run is b's (started with nlm_bytecoder_start); NULL: they do not.  With b,
- * each block's payload starts with its route bit (the encoder writes `lines`, 0 or 1; the decoder reads it),
+ * each block's payload starts with its route byte (the encoder writes `lines`, 0 or 1; the decoder reads it),
  * and with 1 each line of the block is coded by the word model or by b's run, each line's choice in the
  * payload: each token first codes whether its gap holds a '\n' (before its body), each line start a route
  * flag, and a line the run codes is coded by it through its '\n' while the token steps run over its tokens

@@ -1,7 +1,7 @@
 """The line route, measured for the next format (docs/decisions/line-route.md; nlm_lab.h nlm_codec_set_route):
 a tracked group's word-model blocks with the group's run as their router code each line by the word model or
 by the run.  Round trips over the lexer's edge cases, the run's coding made alongside (the encoder's other
-candidate), the route bit, damaged payloads, and the switch's refusals.  No format has the route yet, so these
+candidate), the route byte, damaged payloads, and the switch's refusals.  No format has the route yet, so these
 are the C core's own properties, on both bindings."""
 import random
 
@@ -73,7 +73,7 @@ def test_round_trip_of_routed_blocks(tiny_model, mode):
 
 def test_lines_go_to_the_run_where_it_is_cheaper(tiny_model):
     """On text whose lines the word model codes badly the routed blocks are smaller than the same blocks with the
-    route bit 0 (every line the word model's), and than the run's coding of them alone."""
+    route byte 0 (every line the word model's), and than the run's coding of them alone."""
     blocks = [STRUCTURED[i:i + 4096] for i in range(0, len(STRUCTURED), 4096)]
     routed = sum(len(p) for p, _ in _encode(tiny_model, "heads", blocks))
     word = sum(len(p) for p, _ in _encode(tiny_model, "heads", blocks, lines=False))
@@ -81,12 +81,14 @@ def test_lines_go_to_the_run_where_it_is_cheaper(tiny_model):
     assert routed < word and routed < run, (routed, word, run)
 
 
-def test_route_bit_zero_codes_the_word_path_and_feeds_the_run(tiny_model):
-    """Blocks written with the route bit 0 decode, and the run learnt them: the routed block after them decodes."""
+def test_route_byte_zero_codes_the_current_format_and_feeds_the_run(tiny_model):
+    """A block written with the route byte 0 is that byte and the current format's payload; it decodes, and the run
+    learnt it: the routed block after it decodes."""
     blocks = [STRUCTURED[:2000], STRUCTURED[2000:4000]]
     c, run = _codec(tiny_model, "heads"), _run()
     c.set_router(run, False)
     first = c.encode_block(blocks[0])
+    assert first == b"\x00" + _codec(tiny_model, "heads", route=False).encode_block(blocks[0])
     c.set_router(run, True)
     second = c.encode_block(blocks[1])
     assert _decode(tiny_model, "heads", blocks, [(first, None), (second, None)]) == blocks
@@ -113,6 +115,8 @@ def test_damaged_payloads_are_refused_or_differ(tiny_model):
     for cut in range(0, len(payload), max(1, len(payload) // 40)):
         with pytest.raises(NLMError):
             _decode(tiny_model, "heads", [block], [(payload[:cut], None)])
+    with pytest.raises(NLMError):                          # a route byte other than 0 and 1
+        _decode(tiny_model, "heads", [block], [(b"\x02" + payload[1:], None)])
     rng = random.Random(3)
     for _ in range(40):
         i = rng.randrange(len(payload))

@@ -105,7 +105,8 @@ struct NlmCodec {
     /* the line route (format 17, §3.8) */
     int route_on;         /* nlm_codec_set_route: the line route may be used (no format has it yet) */
     NlmByteCoder* router; /* nlm_codec_set_router: the tracked group's byte coder, or NULL */
-    int route_lines;      /* the encoder's route bit with a router */
+    int route_lines;      /* the encoder's route byte with a router */
+    int route_in;         /* the decoder's: the block's route byte */
     RouteFlag route, route_saved;
     RcEnc shadow;         /* encoder: the run's coding of the whole block (nlm_codec_route_byte_payload) */
     uint8_t* shadow_out;  /* ... as a byte-model payload */
@@ -765,7 +766,7 @@ static void fill_tok(const NlmCodec* c, const uint8_t* src, const NlmLexToken* l
 }
 
 /* ---- the line route (format 17, docs/format.md §3.8) ----
- * In a tracked group's word-model block whose route bit is 1, a line starts at the block's first token and at
+ * In a tracked group's word-model block whose route byte is 1, a line starts at the block's first token and at
  * every token whose gap holds a '\n'.  Each token first codes whether its gap holds a '\n' (unless the gap's
  * start is already known to: it follows a line the run coded), then, where a line starts, the route flag.  A
  * line routed to the word model is coded by the token steps; a line routed to the run is coded by the group's
@@ -845,7 +846,6 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
     int r, on = c->route_lines;
     rc_enc_reset(&c->shadow);
     c->shadow_ok = 0;
-    if ((r = rc_enc_bit(e, on, 2048)) < 0) return r;
     if (!on) {
         for (int64_t k = 0; k < ntok && r >= 0; k++) {
             StepTok t;
@@ -914,8 +914,8 @@ static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t*
     Rc* rc = &c->rc;
     CmModel* bm = bytecoder_run(c->router);
     if (!bm) return NLM_ERR_STATE;
-    int r, on = 0;
-    if ((r = rc_dec_bit(&rc->dec, 2048, &on)) < 0) return r;
+    int r;
+    const int on = c->route_in; /* the payload's first byte (nlm_decode_block) */
     size_t pos = 0, fed = 0, q = 0, prelen = 0; /* output; learnt by the run; the next token's start */
     uint64_t k = 0;                             /* tokens stepped */
     if (c->toks_cap < dst_len + 1) {
@@ -1044,6 +1044,7 @@ int64_t nlm_encode_block(NlmCodec* c, const uint8_t* src, size_t n) {
     if (r >= 0) {
         end_block(c);
         r = rc_enc_finish(&c->rc.enc);
+        if (r >= 0 && c->router) r = rc_enc_prefix(&c->rc.enc, (uint8_t)c->route_lines); /* the route byte */
         if (r >= 0) r = (int64_t)c->rc.enc.len;
     }
     nlm_fpenv_leave(&fe);
@@ -1063,9 +1064,17 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
     NlmFpEnv fe;
     nlm_fpenv_enter(&fe);
     c->rc.decoding = 1;
-    rc_dec_init(&c->rc.dec, src, n);
     int64_t r = NLM_OK;
     size_t pos = 0;
+    if (c->router) { /* the route byte, then the coder's bytes */
+        if (n < 1 || src[0] > 1) {
+            r = NLM_ERR_CORRUPT;
+            goto finish;
+        }
+        c->route_in = src[0];
+        src++, n--;
+    }
+    rc_dec_init(&c->rc.dec, src, n);
     if (c->router) {
         r = decode_routed(c, dst, dst_len, gap_scratch, &pos);
         goto finish;

@@ -142,6 +142,14 @@ int rc_enc_finish(RcEnc* e) {
     return 0;
 }
 
+int rc_enc_prefix(RcEnc* e, uint8_t b) {
+    if (enc_reserve(e, 1)) return e->err;
+    memmove(e->buf + 1, e->buf, e->len);
+    e->buf[0] = b;
+    e->len++;
+    return 0;
+}
+
 /* ---------------- decoder ---------------- */
 
 static inline uint64_t dec_byte(RcDec* d) {

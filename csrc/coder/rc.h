@@ -72,6 +72,9 @@ uint64_t rc_ops_cost(const RcEnc* e, size_t from, size_t to);
 /* -log2(f / F) in 1/65536 bits, exactly (0 < f <= F <= 2^30). */
 uint32_t rc_cost(uint32_t f, uint32_t F);
 
+/* After rc_enc_finish: put one byte before the payload (a field of the block outside the coder's bytes). */
+int rc_enc_prefix(RcEnc* e, uint8_t b);
+
 /* ---- decoder ---- */
 void rc_dec_init(RcDec* d, const uint8_t* src, size_t n);
 /* Two-phase decode: rc_dec_target gives t in [0, F); the caller finds the symbol with
