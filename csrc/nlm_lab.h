@@ -79,9 +79,9 @@ const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* w
  * belong to a tracked group whose run is b's (started with nlm_bytecoder_start); NULL: they do not.  With b,
  * each block's payload starts with its route byte (the encoder writes `lines`, 0 or 1; the decoder reads it),
  * and with 1 each line of the block is coded by the word model or by b's run, each line's choice in the
- * payload: each token first codes whether its gap holds a '\n' (before its body), each line start a route
- * flag, and a line the run codes is coded by it through its '\n' while the token steps run over its tokens
- * without a coder.  Either way the block's bytes are learnt by b's run in order (the caller does not feed
+ * payload: each token starts with a route bit (does the run code the line from here?), and a line the run codes
+ * is coded by it through its '\n' while the token steps run over its tokens without a coder.  Either way the
+ * block's bytes are learnt by b's run in order (the caller does not feed
  * them).  NLM_ERR_STATE when the route is off.  nlm_codec_route_byte_payload: after an encode with a router,
  * the payload of a byte-model block continuing b's run that codes the same bytes (the run's coding of the
  * whole block, made alongside): the encoder's other candidate, valid until the next encode; NULL when the

@@ -49,14 +49,16 @@ struct NlmModel {
     Speller* primed;      /* primed once from the model's list; contexts share its tables (speller_new_shared) */
 };
 
-/* The route flag of a line (§3.8): an adaptive probability per context (the routes of the two lines before,
- * the class of the line before's first byte), updated like the gap mixer's slots. */
-#define ROUTE_CTX 32
+/* The line route (measured, docs/decisions/line-route.md): P(a line starting here is the run's), an adaptive
+ * probability per context (the routes of the two lines before, the class of the line before's first byte, whether
+ * a line is known to start here), updated like the gap mixer's slots, one line late (see route_apply). */
+#define ROUTE_CTX 64
 #define ROUTE_LIMIT 60
 typedef struct {
     uint16_t q[ROUTE_CTX]; /* P(route = byte model) in 16 bits */
     uint8_t n[ROUTE_CTX];
     int last;              /* the routes of the last two lines (bit 0 the last) */
+    int pend_ctx, pend_y;  /* the last line start's context and route, not learnt yet (pend_ctx -1: none) */
 } RouteFlag;
 
 struct NlmCodec {
@@ -77,6 +79,7 @@ struct NlmCodec {
     int gapmixer_on;      /* the format's gap_mixer (formats.h): gaps coded by the gap mixer (gapmixer.h) */
     GapMixer *gm, *gm_saved;
     GmTables* gmt;
+    GmPending *gp0, *gp;  /* the line route: node 13's predictions kept until the gap is known */
     int match_on;         /* nlm_codec_set_match level > 0: the token match flag of docs/format.md §3.4 (the level,
                            * 1 one APM or 2 two APMs, is the flag model's: tokmatch_set_flag_model) */
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5); 0: none */
@@ -181,7 +184,7 @@ typedef struct {
     int gap;
     uint8_t* gapbuf; /* literal run (encoder: points into the input; decoder: scratch) */
     int glen;
-    const GmKnown* known; /* format 17 (§3.8): what is known of the gap before it is coded; NULL nothing */
+    const GmKnown* known; /* the line route: what is known of the gap before it is coded; NULL nothing */
 } StepTok;
 
 /* Trace only: the NLM_TRACE_TOPK largest of f[0..n) (total F) times pc, as ids base + index. */
@@ -592,6 +595,8 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->gm);
     free(c->gm_saved);
     free(c->gmt);
+    free(c->gp0);
+    free(c->gp);
     free(c);
 }
 
@@ -616,7 +621,9 @@ static int use_gap_mixer(NlmCodec* c, int on) {
         c->gm = (GapMixer*)malloc(sizeof *c->gm);
         c->gm_saved = (GapMixer*)malloc(sizeof *c->gm_saved);
         c->gmt = (GmTables*)malloc(sizeof *c->gmt);
-        if (!c->gm || !c->gm_saved || !c->gmt) return NLM_ERR_NOMEM;
+        c->gp0 = gapmixer_pending_new();
+        c->gp = gapmixer_pending_new();
+        if (!c->gm || !c->gm_saved || !c->gmt || !c->gp0 || !c->gp) return NLM_ERR_NOMEM;
         gapmixer_tables(c->gmt);
         gapmixer_reset(c->gm_saved, c->gmt); /* a restore before any save finds a reset state */
     }
@@ -765,32 +772,45 @@ static void fill_tok(const NlmCodec* c, const uint8_t* src, const NlmLexToken* l
     }
 }
 
-/* ---- the line route (format 17, docs/format.md §3.8) ----
- * In a tracked group's word-model block whose route byte is 1, a line starts at the block's first token and at
- * every token whose gap holds a '\n'.  Each token first codes whether its gap holds a '\n' (unless the gap's
- * start is already known to: it follows a line the run coded), then, where a line starts, the route flag.  A
- * line routed to the word model is coded by the token steps; a line routed to the run is coded by the group's
- * byte model from where the output stands through the first '\n' after a byte that is not whitespace (or to the
- * block's end), and the token steps then run over its whole tokens without a coder, so the network, the caches
- * and the gap mixer are where they would be had the word model coded them.  The run learns every byte of the
- * block in order. */
-static int route_ctx(const NlmCodec* c) { return c->route.last | gapmixer_line_class(c->gm) << 2; }
+/* ---- the line route (measured for the next format, docs/decisions/line-route.md; nlm_lab.h) ----
+ * In a tracked group's word-model block whose route byte is 1, each token step starts with the route bit: does
+ * the group's byte-model run code the line from here?  Its probability is P(a line starts here) x P(the run's |
+ * a line starts here): the first from the gap mixer's node 13 (before the body; 1 where a line is known to start:
+ * the block's first token, and the token after a line the run coded), the second from the route table.  A line
+ * the run codes runs from where the output stands through the first '\n' after a byte that is not whitespace (or
+ * to the block's end), and the token steps then run over its whole tokens without a coder (their route bits
+ * too), so the network, the caches and the gap mixer are where they would be had the word model coded them.
+ * Otherwise the token step codes the token as the current format does; its gap's first bytes are known after a
+ * line the run coded.  The run learns every byte of the block in order.  The encoder codes each line both ways
+ * (logged, RC_LOG), weighs them in integer bits and replays the cheaper.
+ * Learning: node 13 learns after each token's gap is known (where a line is not known to start); the route table
+ * learns a line start's route when the next line start is found, so that within a line its state is the same
+ * whether the word model or the run coded the line start (the encoder weighs both before it codes the bit). */
+static int route_ctx(const NlmCodec* c, int known) {
+    return c->route.last | gapmixer_line_class(c->gm) << 2 | known << 5;
+}
 
 static int route_p(const RouteFlag* f, int ctx) {
     int p = f->q[ctx] >> 4;
     return p < 1 ? 1 : p > 4095 ? 4095 : p;
 }
 
-static void route_learn(RouteFlag* f, int ctx, int y) {
-    const int32_t target = y ? 65535 : 0;
-    f->q[ctx] = (uint16_t)(f->q[ctx] + (int32_t)(((int64_t)(target - f->q[ctx]) * 2) / (2 * f->n[ctx] + 3)));
-    if (f->n[ctx] < ROUTE_LIMIT) f->n[ctx]++;
-    f->last = (f->last << 1 | y) & 3;
-}
-
 static void route_reset(RouteFlag* f) {
     for (int i = 0; i < ROUTE_CTX; i++) f->q[i] = 32768, f->n[i] = 0;
     f->last = 0;
+    f->pend_ctx = -1, f->pend_y = 0;
+}
+
+/* A line start was found: learn the one before it, and keep this one (ctx, y) for the next. */
+static void route_apply(RouteFlag* f, int ctx, int y) {
+    if (f->pend_ctx >= 0) {
+        const int c = f->pend_ctx;
+        const int32_t target = f->pend_y ? 65535 : 0;
+        f->q[c] = (uint16_t)(f->q[c] + (int32_t)(((int64_t)(target - f->q[c]) * 2) / (2 * f->n[c] + 3)));
+        if (f->n[c] < ROUTE_LIMIT) f->n[c]++;
+        f->last = (f->last << 1 | f->pend_y) & 3;
+    }
+    f->pend_ctx = ctx, f->pend_y = y;
 }
 
 static int is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'; }
@@ -799,27 +819,38 @@ static int gap_has_nl(const uint8_t* src, const NlmLexToken* lt) {
     return lt->gap_len && memchr(src + lt->gap_off, '\n', lt->gap_len) != NULL;
 }
 
-/* The newline bit of the next gap (gapmixer_code_newline) with the codec's coder. */
-static int code_newline(NlmCodec* c, int* y) { return gapmixer_code_newline(c->gm, c->gmt, y, gm_code_bit, c, NULL); }
+/* The route bit's probability before a token (known: a line is known to start here; else node 13's prediction is
+ * kept in gp for its update), and the route table's context in *ctx. */
+static int route_bit_p(NlmCodec* c, int known, GmPending* gp, int* ctx) {
+    *ctx = route_ctx(c, known);
+    const int pr = route_p(&c->route, *ctx);
+    if (known) return pr;
+    const int pl = gapmixer_newline_predict(c->gm, c->gmt, gp);
+    const int p = (pl * pr) >> 12;
+    return p < 1 ? 1 : p;
+}
 
 /* The token steps of tokens toks[from..to) of src (the encoder's input, or a decoded line) in the encoder's
  * direction, with the coder as it is set (RC_LOG: the word model's coding of a line, RC_DISCARD: a line the
- * run coded).  The first token's newline bit was coded before (with the route flag) when first_coded, and kn0
- * is what was known of its gap; every other token codes its newline bit first and is known by it. */
+ * run coded).  With first_coded the first token's route bit was coded before: known0 says whether a line was
+ * known to start there (kn0: what was known of its gap), and gp0 is node 13's prediction for it otherwise.  Every
+ * other token codes its route bit (0) first. */
 static int line_steps(NlmCodec* c, const uint8_t* src, const NlmLexToken* toks, int64_t from, int64_t to,
-                      const GmKnown* kn0, int first_coded) {
+                      int first_coded, int known0, const GmKnown* kn0, const GmPending* gp0) {
     for (int64_t k = from; k < to; k++) {
-        int r;
-        GmKnown kn = {gap_has_nl(src, &toks[k]), NULL, 0};
+        int r, ctx;
+        const GmPending* gp = gp0;
         if (k > from || !first_coded) {
-            int y = kn.nl;
-            if ((r = code_newline(c, &y)) < 0) return r;
+            const int p = route_bit_p(c, 0, c->gp, &ctx);
+            if ((r = rc_enc_bit(&c->rc.enc, 0, (uint32_t)p)) < 0) return r;
+            gp = c->gp;
         }
         StepTok t;
         fill_tok(c, src, &toks[k], &t);
         if (toks[k].gap == 7 && toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_CORRUPT;
-        t.known = k == from && first_coded ? kn0 : &kn;
+        t.known = k == from && first_coded ? kn0 : NULL;
         if ((r = step_token(c, &t, NULL, NULL)) < 0) return r;
+        if (!(k == from && first_coded && known0)) gapmixer_newline_learn(c->gm, gp, gap_has_nl(src, &toks[k]));
     }
     return NLM_OK;
 }
@@ -843,16 +874,15 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
     RcEnc* e = &c->rc.enc;
     CmModel* bm = bytecoder_run(c->router);
     if (!bm) return NLM_ERR_STATE;
-    int r, on = c->route_lines;
+    int r = 0;
     rc_enc_reset(&c->shadow);
     c->shadow_ok = 0;
-    if (!on) {
-        for (int64_t k = 0; k < ntok && r >= 0; k++) {
+    if (!c->route_lines) {
+        for (int64_t k = 0; k < ntok; k++) {
             StepTok t;
             fill_tok(c, src, &c->toks[k], &t);
-            r = step_token(c, &t, NULL, NULL);
+            if ((r = step_token(c, &t, NULL, NULL)) < 0) return r;
         }
-        if (r < 0) return r;
         e->sink = RC_LOG, e->nops = 0;
         r = cm_code(bm, &c->rc, (uint8_t*)src, n);
         e->sink = RC_CODE;
@@ -863,20 +893,21 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
     size_t pos = 0, prelen = 0; /* bytes coded; of them, the start of the next token's gap (a run's line end) */
     int64_t k = 0;
     while (k < ntok) {
-        const NlmLexToken* lt = &c->toks[k];
-        int nl = gap_has_nl(src, lt);
-        if (!prelen && (r = code_newline(c, &nl)) < 0) return r;
-        const GmKnown kn = {nl, src + pos - prelen, (int)prelen};
-        int64_t u = k + 1; /* the line: tokens k..u-1 (token k is the block's first or its gap holds a '\n') */
+        /* token k starts a line: the block's first, one after a line the run coded, or its gap holds a '\n' */
+        const int known = k == 0 || prelen > 0;
+        const GmKnown kn = {src + pos - prelen, (int)prelen};
+        int ctx;
+        const int p = route_bit_p(c, known, c->gp0, &ctx);
+        route_apply(&c->route, -1, 0); /* the line start before this one is learnt (this one: below) */
+        int64_t u = k + 1; /* the line: tokens k..u-1 */
         while (u < ntok && !gap_has_nl(src, &c->toks[u])) u++;
         const size_t e1 = c->toks[u - 1].off + c->toks[u - 1].len; /* the end of its last body */
         const size_t e2 = u < ntok ? (size_t)((const uint8_t*)memchr(src + c->toks[u].gap_off, '\n',
                                                                      c->toks[u].gap_len) - src) + 1
                                    : n; /* through the '\n' that ends it */
-        const int ctx = route_ctx(c), p = route_p(&c->route, ctx); /* before the line's steps move the history */
         /* both codings, logged: the word model's, then the run's (which learns the bytes either way) */
         e->sink = RC_LOG, e->nops = 0;
-        r = line_steps(c, src, c->toks, k, u, &kn, 1);
+        r = line_steps(c, src, c->toks, k, u, 1, known, &kn, c->gp0);
         const size_t split = e->nops;
         if (r >= 0) r = cm_code(bm, &c->rc, (uint8_t*)src + pos, e1 - pos);
         e->sink = RC_CODE;
@@ -884,7 +915,7 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
         const uint64_t wc = rc_ops_cost(e, 0, split), bc = rc_ops_cost(e, split, e->nops);
         int y = bc + rc_cost((uint32_t)p, 4096) < wc + rc_cost((uint32_t)(4096 - p), 4096);
         if ((r = rc_enc_bit(e, y, (uint32_t)p)) < 0) return r;
-        route_learn(&c->route, ctx, y);
+        c->route.pend_ctx = ctx, c->route.pend_y = y;
         if (y) { /* the run codes the line through its '\n' */
             e->sink = RC_LOG;
             r = cm_code(bm, &c->rc, (uint8_t*)src + e1, e2 - e1);
@@ -893,7 +924,7 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
             pos = e2, prelen = e2 - e1;
             if (pos == n && u < ntok) { /* the block ends with the line's '\n': its END is the line's too */
                 e->sink = RC_DISCARD;
-                r = line_steps(c, src, c->toks, u, ntok, NULL, 0);
+                r = line_steps(c, src, c->toks, u, ntok, 0, 0, NULL, NULL);
                 e->sink = RC_CODE;
                 if (r < 0) return r;
                 u = ntok;
@@ -928,15 +959,15 @@ static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t*
     }
     for (;;) {
         if (k > dst_len || (c->max_tokens && k >= c->max_tokens)) return NLM_ERR_CORRUPT;
-        int nl = 1, y = 0;
-        if (on && !prelen && (r = code_newline(c, &nl)) < 0) return r;
-        const GmKnown kn = {on ? nl : -1, dst + q, (int)prelen};
-        if (on && (k == 0 || nl)) {
-            const int ctx = route_ctx(c);
-            if ((r = rc_dec_bit(&rc->dec, (uint32_t)route_p(&c->route, ctx), &y)) < 0) return r;
-            route_learn(&c->route, ctx, y);
+        const int known = k == 0 || prelen > 0;
+        const GmKnown kn = {dst + q, (int)prelen};
+        int y = 0, ctx = -1;
+        if (on) {
+            const int p = route_bit_p(c, known, c->gp0, &ctx);
+            if ((r = rc_dec_bit(&rc->dec, (uint32_t)p, &y)) < 0) return r;
         }
         if (y) { /* a line the run codes */
+            route_apply(&c->route, ctx, 1);
             if (fed < pos && cm_learn_block(bm, dst + fed, pos - fed) < 0) return NLM_ERR_CORRUPT;
             int seen = 0;
             while (pos < dst_len) {
@@ -953,7 +984,7 @@ static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t*
                                                        * gap of the next line's first token */
             if (c->max_tokens && k + (uint64_t)steps > c->max_tokens) return NLM_ERR_CORRUPT;
             rc->decoding = 0, rc->enc.sink = RC_DISCARD;
-            r = line_steps(c, dst + q, c->toks, 0, steps, &kn, 1);
+            r = line_steps(c, dst + q, c->toks, 0, steps, 1, known, &kn, c->gp0);
             rc->decoding = 1, rc->enc.sink = RC_CODE;
             if (r < 0) return r == NLM_ERR_NOMEM ? r : NLM_ERR_CORRUPT;
             k += (uint64_t)steps;
@@ -966,12 +997,17 @@ static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t*
         t.gapbuf = NULL;
         t.glen = 0;
         t.blen = 0;
-        t.known = on ? &kn : NULL;
+        t.known = on && prelen ? &kn : NULL;
         if ((r = step_token(c, &t, gap_scratch, NULL)) < 0) return r;
         k++;
         int gl;
         const uint8_t* g = t.gap == 7 ? t.gapbuf : lex_gap_bytes(t.gap, &gl);
         if (t.gap == 7) gl = t.glen;
+        if (on) {
+            const int nl = memchr(g, '\n', (size_t)gl) != NULL;
+            if (!known) gapmixer_newline_learn(c->gm, c->gp0, nl);
+            if (known || nl) route_apply(&c->route, ctx, 0);
+        }
         if ((size_t)gl < prelen) return NLM_ERR_CORRUPT;
         if ((size_t)gl - prelen + (size_t)t.blen > dst_len - pos) return NLM_ERR_CORRUPT;
         memcpy(dst + pos, g + prelen, (size_t)gl - prelen);

@@ -15,6 +15,7 @@
 #include "codec/gapmixer.h"
 
 #include <math.h> /* log2: statistics only */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytemodel/cm.h" /* cm_logistic_tables, cm_hash64 */
@@ -120,48 +121,68 @@ static void gm_contexts(const GapMixer* g, const uint8_t* body, int blen, int j,
     o->arow = (int)(ccol / 4 < 23 ? ccol / 4 : 23);
 }
 
-/* One binary decision at node `node` (0..GM_NODES_ALL): pn the outside prediction (12 bits, 0: none). */
-static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int pn, int* y, GmCodeBit code_bit,
-                  void* cctx, double* bits) {
+/* A decision at node `node` between its prediction and its update (gm_predict, gm_learn). */
+struct GmPending {
     int32_t x[GM_NIN];
-    memset(x, 0, sizeof x);
-    x[0] = pn ? t->stretch_t[pn] : 0;
     uint32_t slot[GM_NCTX];
+    int node, set, arow, pm, lo, wt, p;
+};
+
+/* The prediction of a decision at node `node` (0..GM_NODES_ALL): pn the outside prediction (12 bits, 0: none). */
+static int gm_predict(const GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int pn, GmPending* d) {
+    memset(d->x, 0, sizeof d->x);
+    d->x[0] = pn ? t->stretch_t[pn] : 0;
     for (int j = 0; j < GM_NCTX; j++) {
-        slot[j] = (cx->idx[j] + (uint32_t)(node + 1) * 0x9E3779B1u) >> (32 - GM_TBITS);
-        x[1 + j] = g->n[j][slot[j]] ? t->stretch_t[g->p[j][slot[j]] >> 4] : 0;
+        d->slot[j] = (cx->idx[j] + (uint32_t)(node + 1) * 0x9E3779B1u) >> (32 - GM_TBITS);
+        d->x[1 + j] = g->n[j][d->slot[j]] ? t->stretch_t[g->p[j][d->slot[j]] >> 4] : 0;
     }
-    x[1 + GM_NCTX] = 256;
-    int32_t* w = g->w[node * GM_SETS_PER_NODE + cx->set];
+    d->x[1 + GM_NCTX] = 256;
+    d->node = node, d->set = cx->set, d->arow = cx->arow;
+    const int32_t* w = g->w[node * GM_SETS_PER_NODE + cx->set];
     int64_t dot = 0;
-    for (int i = 0; i < GM_NIN; i++) dot += (int64_t)w[i] * x[i];
+    for (int i = 0; i < GM_NIN; i++) dot += (int64_t)w[i] * d->x[i];
     int tm = (int)kern_asr64(dot, 16);
     if (tm > 2047) tm = 2047;
     if (tm < -2047) tm = -2047;
-    const int pm = sq(t, tm);
-    const int u = tm + 2048, lo = u >> 7, wt = u & 127;
-    uint16_t* a = g->apm[node * 24 + cx->arow];
-    const int pa = (a[lo] * (128 - wt) + a[lo + 1] * wt) >> 11;
-    int p = (pm + pa + 1) >> 1;
-    if (p < 1) p = 1;
-    if (p > 4095) p = 4095;
-    int r = code_bit(cctx, y, p);
-    if (r < 0) return r;
-    if (bits) *bits += log2(4096.0 / (double)(*y ? p : 4096 - p));
+    d->pm = sq(t, tm);
+    const int u = tm + 2048;
+    d->lo = u >> 7, d->wt = u & 127;
+    const uint16_t* a = g->apm[node * 24 + cx->arow];
+    const int pa = (a[d->lo] * (128 - d->wt) + a[d->lo + 1] * d->wt) >> 11;
+    int p = (d->pm + pa + 1) >> 1;
+    d->p = p < 1 ? 1 : p > 4095 ? 4095 : p;
+    return d->p;
+}
+
+/* The update after the decision d turned out y. */
+static void gm_learn(GapMixer* g, const GmPending* d, int y) {
     for (int j = 0; j < GM_NCTX; j++) {
-        uint16_t* pp = &g->p[j][slot[j]];
-        uint8_t* nn = &g->n[j][slot[j]];
-        int32_t target = *y ? 65535 : 0;
+        uint16_t* pp = &g->p[j][d->slot[j]];
+        uint8_t* nn = &g->n[j][d->slot[j]];
+        int32_t target = y ? 65535 : 0;
         *pp = (uint16_t)(*pp + (int32_t)(((int64_t)(target - *pp) * 2) / (2 * *nn + 3)));
         if (*nn < GM_LIMIT) (*nn)++;
     }
-    const int err = ((*y << 12) - pm) * GM_LR;
+    int32_t* w = g->w[d->node * GM_SETS_PER_NODE + d->set];
+    const int err = ((y << 12) - d->pm) * GM_LR;
     for (int i = 0; i < GM_NIN; i++) {
-        int64_t v = (int64_t)w[i] + kern_asr64((int64_t)x[i] * err, 18);
+        int64_t v = (int64_t)w[i] + kern_asr64((int64_t)d->x[i] * err, 18);
         w[i] = (int32_t)(v > (1 << 24) ? 1 << 24 : v < -(1 << 24) ? -(1 << 24) : v);
     }
-    const int jj = lo + (wt >= 64);
-    a[jj] = (uint16_t)(a[jj] + kern_asr64((*y ? 65535 : 0) - a[jj], GM_APM_SHIFT));
+    uint16_t* a = g->apm[d->node * 24 + d->arow];
+    const int jj = d->lo + (d->wt >= 64);
+    a[jj] = (uint16_t)(a[jj] + kern_asr64((y ? 65535 : 0) - a[jj], GM_APM_SHIFT));
+}
+
+/* One binary decision at node `node`: predicted, coded, learnt. */
+static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int pn, int* y, GmCodeBit code_bit,
+                  void* cctx, double* bits) {
+    GmPending d;
+    const int p = gm_predict(g, t, cx, node, pn, &d);
+    int r = code_bit(cctx, y, p);
+    if (r < 0) return r;
+    if (bits) *bits += log2(4096.0 / (double)(*y ? p : 4096 - p));
+    gm_learn(g, &d, *y);
     return 0;
 }
 
@@ -209,19 +230,21 @@ int gapmixer_allowed(const GmKnown* kn) {
         }
         static const char* const GAP[7] = {"", " ", "  ", "\n", "\n\n", "\r\n", "\t"};
         const int n = (int)strlen(GAP[s]);
-        const int has_nl = strchr(GAP[s], '\n') != NULL;
-        if (kn->nl >= 0 && has_nl != kn->nl) continue;
         if (kn->prelen > n || memcmp(GAP[s], kn->pre, (size_t)kn->prelen)) continue;
         a |= 1 << s;
     }
     return a;
 }
 
-int gapmixer_code_newline(GapMixer* g, const GmTables* t, int* y, GmCodeBit code_bit, void* cctx, double* bits) {
+GmPending* gapmixer_pending_new(void) { return (GmPending*)malloc(sizeof(GmPending)); }
+
+int gapmixer_newline_predict(const GapMixer* g, const GmTables* t, GmPending* d) {
     GmCtx cx;
     gm_contexts(g, NULL, 0, -1, 0, &cx);
-    return gm_bit(g, t, &cx, GM_NODE_NL, 0, y, code_bit, cctx, bits);
+    return gm_predict(g, t, &cx, GM_NODE_NL, 0, d);
 }
+
+void gapmixer_newline_learn(GapMixer* g, const GmPending* d, int y) { gm_learn(g, d, y); }
 
 int gapmixer_line_class(const GapMixer* g) {
     const int ind = indent_of(g->cur, g->curlen);
@@ -241,10 +264,10 @@ int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body,
                             int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* cctx,
                             double* bits) {
     const int n = dec ? maxlen : *len;
-    const int prelen = kn ? kn->prelen : 0, nl = kn ? kn->nl : -1;
+    const int prelen = kn ? kn->prelen : 0;
     if (prelen > maxlen || (!dec && (n < prelen || memcmp(buf, kn->pre, (size_t)prelen)))) return NLM_ERR_STATE;
     uint32_t rh = 0;
-    int pos, seen_nl = 0;
+    int pos;
     for (pos = 0; pos < maxlen; pos++) {
         GmCtx cx;
         gm_contexts(g, body, blen, pos, rh, &cx);
@@ -258,16 +281,15 @@ int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body,
             if (!dec && pos < n)
                 for (int i = 0; i < 6; i++)
                     if (buf[pos] == RUN_BYTES[i]) x = i;
-            if (!dec && pos < n && (x < 0 || (nl == 0 && x == 0))) return NLM_ERR_STATE;
-            if (!dec && pos == n && nl == 1 && !seen_nl) return NLM_ERR_STATE;
+            if (!dec && pos < n && x < 0) return NLM_ERR_STATE;
             int node = GM_NODES, r, y;
-            if (pos > 0 && !(nl == 1 && !seen_nl)) {
+            if (pos > 0) {
                 y = dec ? 0 : x < 0;
                 if ((r = gm_bit(g, t, &cx, node, 0, &y, code_bit, cctx, bits)) < 0) return r;
                 if (y) break;
             }
             int i;
-            for (i = nl == 0 ? 1 : 0; i < 5; i++) {
+            for (i = 0; i < 5; i++) {
                 y = dec ? 0 : x == i;
                 if ((r = gm_bit(g, t, &cx, node + 1 + i, 0, &y, code_bit, cctx, bits)) < 0) return r;
                 if (y) break;
@@ -277,11 +299,9 @@ int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body,
                 buf[pos] = RUN_BYTES[x];
             }
         }
-        seen_nl |= x == 0;
         gapmixer_push(g, buf + pos, 1, body, 0);
         rh = (rh << 4 | (uint32_t)x) & 0xFFFF;
     }
-    if (pos == maxlen && nl == 1 && !seen_nl) return dec ? NLM_ERR_CORRUPT : NLM_ERR_STATE;
     if (dec) *len = pos;
     return 0;
 }

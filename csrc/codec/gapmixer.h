@@ -21,7 +21,7 @@
 #define GM_NIN 16                /* inputs: the blended distribution, the contexts, a bias, padding */
 #define GM_TBITS 14              /* each context's table: 2^13 adaptive probabilities */
 #define GM_LINE 256              /* bytes of a line kept (columns past it read as absent) */
-#define GM_NODE_NL (GM_NODES + 6)  /* format 17: does the gap hold a '\n' (before the body, §3.8) */
+#define GM_NODE_NL (GM_NODES + 6)  /* the line route (measured): does the next gap hold a '\n' (before the body) */
 #define GM_NODES_ALL (GM_NODES + 7) /* + the literal run's byte tree: END?, '\n', ' ', '\t', '\r', '\v' / '\f'; the
                                      * newline bit */
 #define GM_SETS_PER_NODE (5 * 2 * 8) /* run position (0 the symbol) x blank line so far x body class */
@@ -56,10 +56,9 @@ void gapmixer_reset(GapMixer* g, const GmTables* t);
 typedef int (*GmCodeBit)(void* ctx, int* bit, int p1);
 int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, const uint8_t* body,
                   int blen, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
-/* What a gap is known to be before it is coded (format 17's line route, §3.8): nl -1 nothing, 0 it holds no '\n',
- * 1 it holds one; pre[0..prelen) its first bytes (the end of a line the byte model coded, ending in '\n'). */
+/* What is known of a gap before it is coded (the line route, measured: docs/decisions/line-route.md): its first
+ * bytes pre[0..prelen), the end of a line the byte model coded (ending in '\n'). */
 typedef struct {
-    int nl;
     const uint8_t* pre;
     int prelen;
 } GmKnown;
@@ -74,18 +73,21 @@ int gapmixer_code_allowed(GapMixer* g, const GmTables* t, const uint32_t* g_freq
  * encoder passes buf[0..*len), the decoder receives them (at most maxlen). */
 int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, int dec, uint8_t* buf,
                       int* len, int maxlen, GmCodeBit code_bit, void* ctx, double* bits);
-/* gapmixer_code_run given what is known (kn may be NULL: nothing): the first kn->prelen bytes are kn->pre and
- * are not coded (nor is the end asked before them); with nl 0 the byte '\n' is not asked, with nl 1 the end is
- * not asked before the run holds a '\n'. */
+/* gapmixer_code_run given what is known (kn may be NULL: nothing): the first kn->prelen bytes are kn->pre and are
+ * not coded (nor is the end asked before them). */
 int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, const GmKnown* kn,
                             int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* ctx,
                             double* bits);
-/* Format 17 (§3.8): whether the next gap holds a '\n', coded before the token's body at node GM_NODE_NL, in the
- * contexts of a gap before an empty body. */
-int gapmixer_code_newline(GapMixer* g, const GmTables* t, int* y, GmCodeBit code_bit, void* ctx, double* bits);
-/* The class (§3.7's cls) of the first byte of the line in progress that is not ' ' or '\t', 0 when blank. */
-int gapmixer_line_class(const GapMixer* g);
+/* The line route (measured): the probability (12 bits) that the next gap holds a '\n', predicted before the
+ * token's body at node GM_NODE_NL in the contexts of a gap before an empty body, and its update once the gap is
+ * known (d: the prediction's inputs, kept between the two; other decisions may come in between). */
+typedef struct GmPending GmPending;
+GmPending* gapmixer_pending_new(void); /* free() it */
+int gapmixer_newline_predict(const GapMixer* g, const GmTables* t, GmPending* d);
+void gapmixer_newline_learn(GapMixer* g, const GmPending* d, int y);
 /* After the gap (and its literal run) is known: the gap bytes and the body join the line history. */
 void gapmixer_push(GapMixer* g, const uint8_t* gap, int glen, const uint8_t* body, int blen);
+/* The class (§3.7's cls) of the first byte of the line in progress that is not ' ' or '\t', 0 when blank. */
+int gapmixer_line_class(const GapMixer* g);
 
 #endif
