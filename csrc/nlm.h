@@ -203,7 +203,11 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_BM_CANDIDATES 19 /* cache symbols (hits and escapes) the body mixer's experts named (§5.1.1) */
 #define NLM_STAT_SEGMENTS 20      /* dynamic: segments closed (learned from or skipped) */
 #define NLM_STAT_SKIPPED 21       /* ... of which an adaptation schedule's skip_permille skipped */
-#define NLM_STAT_COUNT 22
+#define NLM_STAT_ROUTE_LINES 22   /* the line route (nlm_lab.h), encoder: lines of the routed blocks */
+#define NLM_STAT_ROUTE_RUN_LINES 23 /* ... that the run coded from their start */
+#define NLM_STAT_ROUTE_SPLIT_LINES 24 /* ... that the run coded from a later token (the word model the tokens before) */
+#define NLM_STAT_ROUTE_RUN_BYTES 25 /* ... the bytes the run coded */
+#define NLM_STAT_COUNT 26
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----

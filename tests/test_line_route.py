@@ -73,11 +73,19 @@ def test_round_trip_of_routed_blocks(tiny_model, mode):
 
 def test_lines_go_to_the_run_where_it_is_cheaper(tiny_model):
     """On text whose lines the word model codes badly the routed blocks are smaller than the same blocks with the
-    route byte 0 (every line the word model's), and than the run's coding of them alone."""
+    route byte 0 (every line the word model's), and than the run's coding of them alone; the run codes whole lines
+    and the ends of lines (from a later token), and both decode."""
     blocks = [STRUCTURED[i:i + 4096] for i in range(0, len(STRUCTURED), 4096)]
-    routed = sum(len(p) for p, _ in _encode(tiny_model, "heads", blocks))
+    c, run = _codec(tiny_model, "heads"), _run()
+    c.set_router(run)
+    payloads = [(c.encode_block(b), c.route_byte_payload()) for b in blocks]
+    st = c.stats()
+    assert st["route_run_lines"] > 0 and st["route_split_lines"] > 0, st
+    assert 0 < st["route_run_bytes"] < len(STRUCTURED)
+    assert _decode(tiny_model, "heads", blocks, payloads) == blocks
+    routed = sum(len(p) for p, _ in payloads)
     word = sum(len(p) for p, _ in _encode(tiny_model, "heads", blocks, lines=False))
-    run = sum(len(s) for _, s in _encode(tiny_model, "heads", blocks))
+    run = sum(len(s) for _, s in payloads)
     assert routed < word and routed < run, (routed, word, run)
 
 

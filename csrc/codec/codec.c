@@ -80,6 +80,8 @@ struct NlmCodec {
     GapMixer *gm, *gm_saved;
     GmTables* gmt;
     GmPending *gp0, *gp;  /* the line route: node 13's predictions kept until the gap is known */
+    struct LineMark* marks; /* the line route's encoder: where each token of a logged line starts */
+    size_t marks_cap;
     int match_on;         /* nlm_codec_set_match level > 0: the token match flag of docs/format.md §3.4 (the level,
                            * 1 one APM or 2 two APMs, is the flag model's: tokmatch_set_flag_model) */
     uint32_t max_tokens;  /* nlm_codec_set_max_tokens: tokens per block, END included (§3.5); 0: none */
@@ -597,6 +599,7 @@ void nlm_codec_free(NlmCodec* c) {
     free(c->gmt);
     free(c->gp0);
     free(c->gp);
+    free(c->marks);
     free(c);
 }
 
@@ -819,6 +822,12 @@ static int gap_has_nl(const uint8_t* src, const NlmLexToken* lt) {
     return lt->gap_len && memchr(src + lt->gap_off, '\n', lt->gap_len) != NULL;
 }
 
+/* Where a token of a line the encoder logged starts (line_steps): its route bit's op, context, probability. */
+typedef struct LineMark {
+    size_t op;
+    int ctx, p;
+} LineMark;
+
 /* The route bit's probability before a token (known: a line is known to start here; else node 13's prediction is
  * kept in gp for its update), and the route table's context in *ctx. */
 static int route_bit_p(NlmCodec* c, int known, GmPending* gp, int* ctx) {
@@ -836,12 +845,13 @@ static int route_bit_p(NlmCodec* c, int known, GmPending* gp, int* ctx) {
  * known to start there (kn0: what was known of its gap), and gp0 is node 13's prediction for it otherwise.  Every
  * other token codes its route bit (0) first. */
 static int line_steps(NlmCodec* c, const uint8_t* src, const NlmLexToken* toks, int64_t from, int64_t to,
-                      int first_coded, int known0, const GmKnown* kn0, const GmPending* gp0) {
+                      int first_coded, int known0, const GmKnown* kn0, const GmPending* gp0, LineMark* marks) {
     for (int64_t k = from; k < to; k++) {
         int r, ctx;
         const GmPending* gp = gp0;
         if (k > from || !first_coded) {
             const int p = route_bit_p(c, 0, c->gp, &ctx);
+            if (marks) marks[k - from - 1] = (LineMark){c->rc.enc.nops, ctx, p};
             if ((r = rc_enc_bit(&c->rc.enc, 0, (uint32_t)p)) < 0) return r;
             gp = c->gp;
         }
@@ -890,6 +900,12 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
         if ((r = rc_enc_replay(&c->shadow, e, 0, e->nops)) < 0) return r;
         return shadow_finish(c);
     }
+    if (c->marks_cap < (size_t)ntok) {
+        free(c->marks);
+        c->marks_cap = 0;
+        if (!(c->marks = (LineMark*)malloc(sizeof(LineMark) * (size_t)ntok))) return NLM_ERR_NOMEM;
+        c->marks_cap = (size_t)ntok;
+    }
     size_t pos = 0, prelen = 0; /* bytes coded; of them, the start of the next token's gap (a run's line end) */
     int64_t k = 0;
     while (k < ntok) {
@@ -907,24 +923,49 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
                                    : n; /* through the '\n' that ends it */
         /* both codings, logged: the word model's, then the run's (which learns the bytes either way) */
         e->sink = RC_LOG, e->nops = 0;
-        r = line_steps(c, src, c->toks, k, u, 1, known, &kn, c->gp0);
+        r = line_steps(c, src, c->toks, k, u, 1, known, &kn, c->gp0, c->marks);
         const size_t split = e->nops;
         if (r >= 0) r = cm_code(bm, &c->rc, (uint8_t*)src + pos, e1 - pos);
         e->sink = RC_CODE;
         if (r < 0) return r;
+        /* the cheapest of: the word model codes the line (y 0, j u), the run codes it (y 1), or the word model
+         * codes its tokens k..j-1 and the run the rest from token j's gap (y 0, then token j's route bit 1) */
+        const uint64_t c0 = rc_cost((uint32_t)(4096 - p), 4096), c1 = rc_cost((uint32_t)p, 4096);
         const uint64_t wc = rc_ops_cost(e, 0, split), bc = rc_ops_cost(e, split, e->nops);
-        int y = bc + rc_cost((uint32_t)p, 4096) < wc + rc_cost((uint32_t)(4096 - p), 4096);
+        uint64_t best = wc + c0, wpre = 0, bpre = 0;
+        int64_t j = u;
+        size_t wop = 0, bpos = pos;
+        int y = bc + c1 < best;
+        if (y) best = bc + c1;
+        for (int64_t t = k + 1; t < u; t++) {
+            const LineMark* mk = &c->marks[t - k - 1];
+            const size_t g = c->toks[t].gap_off;
+            wpre += rc_ops_cost(e, wop, mk->op), wop = mk->op;
+            bpre += rc_ops_cost(e, split + 8 * (bpos - pos), split + 8 * (g - pos)), bpos = g;
+            const uint64_t cand = c0 + wpre + rc_cost((uint32_t)mk->p, 4096) + (bc - bpre);
+            if (cand < best) best = cand, j = t, y = 0;
+        }
         if ((r = rc_enc_bit(e, y, (uint32_t)p)) < 0) return r;
         c->route.pend_ctx = ctx, c->route.pend_y = y;
-        if (y) { /* the run codes the line through its '\n' */
+        c->stats[NLM_STAT_ROUTE_LINES] += 1;
+        c->stats[y ? NLM_STAT_ROUTE_RUN_LINES : NLM_STAT_ROUTE_SPLIT_LINES] += y || j < u;
+        if (y || j < u) { /* the run codes the line (from token j's gap) through its '\n' */
+            size_t from = split;
+            if (!y) { /* the word model's tokens k..j-1, then token j's route bit 1 */
+                const LineMark* mk = &c->marks[j - k - 1];
+                if ((r = rc_enc_replay(e, e, 0, mk->op)) < 0 || (r = rc_enc_bit(e, 1, (uint32_t)mk->p)) < 0) return r;
+                route_apply(&c->route, mk->ctx, 1);
+                from = split + 8 * (c->toks[j].gap_off - pos);
+            }
             e->sink = RC_LOG;
             r = cm_code(bm, &c->rc, (uint8_t*)src + e1, e2 - e1);
             e->sink = RC_CODE;
-            if (r < 0 || (r = rc_enc_replay(e, e, split, e->nops)) < 0) return r;
+            if (r < 0 || (r = rc_enc_replay(e, e, from, e->nops)) < 0) return r;
+            c->stats[NLM_STAT_ROUTE_RUN_BYTES] += (double)(e2 - (y ? pos : c->toks[j].gap_off));
             pos = e2, prelen = e2 - e1;
             if (pos == n && u < ntok) { /* the block ends with the line's '\n': its END is the line's too */
                 e->sink = RC_DISCARD;
-                r = line_steps(c, src, c->toks, u, ntok, 0, 0, NULL, NULL);
+                r = line_steps(c, src, c->toks, u, ntok, 0, 0, NULL, NULL, NULL);
                 e->sink = RC_CODE;
                 if (r < 0) return r;
                 u = ntok;
@@ -984,7 +1025,7 @@ static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t*
                                                        * gap of the next line's first token */
             if (c->max_tokens && k + (uint64_t)steps > c->max_tokens) return NLM_ERR_CORRUPT;
             rc->decoding = 0, rc->enc.sink = RC_DISCARD;
-            r = line_steps(c, dst + q, c->toks, 0, steps, 1, known, &kn, c->gp0);
+            r = line_steps(c, dst + q, c->toks, 0, steps, 1, known, &kn, c->gp0, NULL);
             rc->decoding = 1, rc->enc.sink = RC_CODE;
             if (r < 0) return r == NLM_ERR_NOMEM ? r : NLM_ERR_CORRUPT;
             k += (uint64_t)steps;
