@@ -207,7 +207,8 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_ROUTE_RUN_LINES 23 /* ... that the run coded from their start */
 #define NLM_STAT_ROUTE_SPLIT_LINES 24 /* ... that the run coded from a later token (the word model the tokens before) */
 #define NLM_STAT_ROUTE_RUN_BYTES 25 /* ... the bytes the run coded */
-#define NLM_STAT_COUNT 26
+#define NLM_STAT_ROUTE_BITS 26    /* ... the route bits coded (their information) */
+#define NLM_STAT_COUNT 27
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----

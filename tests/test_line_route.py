@@ -81,7 +81,7 @@ def test_lines_go_to_the_run_where_it_is_cheaper(tiny_model):
     payloads = [(c.encode_block(b), c.route_byte_payload()) for b in blocks]
     st = c.stats()
     assert st["route_run_lines"] > 0 and st["route_split_lines"] > 0, st
-    assert 0 < st["route_run_bytes"] < len(STRUCTURED)
+    assert 0 < st["route_run_bytes"] < len(STRUCTURED) and st["route_bits"] > 0
     assert _decode(tiny_model, "heads", blocks, payloads) == blocks
     routed = sum(len(p) for p, _ in payloads)
     word = sum(len(p) for p, _ in _encode(tiny_model, "heads", blocks, lines=False))

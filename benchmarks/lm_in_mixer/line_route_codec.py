@@ -7,7 +7,8 @@ router, every line routed by the encoder's choice ("routed"), or each block give
 coding and the current format's with the route byte 0 ("per block": both coded, the smaller kept); then decoded by
 a fresh context and run, and compared.  Prints per file: bits per byte of the current format's word path, of the
 routed blocks, of the per-block choice (and how many blocks route lines), of the run's own coding of every block
-(made alongside), the CPU seconds of encoding and decoding, and whether the round trips held.
+(made alongside), the share of the bytes the run codes and of the routed payload the route bits take, the CPU
+seconds of encoding and decoding, and whether the round trips held.
 
 Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/lm_in_mixer/line_route_codec.py [--mode heads] FILE...
 (bench/ files are reported, never tuned on), or --dev [--per-source 400000 --cap 64000]: each dev source's sampled
@@ -29,7 +30,8 @@ from nlmcodec._registry import load_model  # noqa: E402
 
 
 def code(m, mode, data, route):
-    """(payload bytes, run-alone bytes, encode CPU s, decode CPU s, round trip held, blocks routing lines).
+    """(payload bytes, run-alone bytes, encode CPU s, decode CPU s, round trip held, blocks routing lines,
+    blocks, the encoder's statistics).
     route: None (the current format), "lines" (every block routes lines) or "block" (each block the smaller of
     routed and route byte 0)."""
     s = _encode.size_class(len(data))
@@ -70,7 +72,8 @@ def code(m, mode, data, route):
     d, _ = context()
     t0 = time.process_time()
     out = b"".join(d.decode_block(p, ln) for ln, p in pays)
-    return sum(len(p) for _, p in pays), alone, te, time.process_time() - t0, out == data, routing, len(pays)
+    return (sum(len(p) for _, p in pays), alone, te, time.process_time() - t0, out == data, routing, len(pays),
+            c.stats())
 
 
 def main():
@@ -92,15 +95,17 @@ def main():
         what = "each file one group"
     print(f"Model `{a.model}`, mode {a.mode}; {what}.  Bits per byte; CPU seconds.\n")
     print("| file | bytes | word path | routed | change | per block | change | blocks routing | run alone | "
-          "encode s (word, routed, per block) | decode s (word, routed, per block) | round trips |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "bytes the run codes | route bits | encode s (word, routed, per block) | decode s (word, routed, per block) "
+          "| round trips |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, data in streams.items():
         n = len(data)
-        w, _, we, wd, wok, _, nb = code(m, a.mode, data, None)
-        r, alone, re_, rd, rok, _, _ = code(m, a.mode, data, "lines")
-        b, _, be, bd, bok, k, _ = code(m, a.mode, data, "block")
+        w, _, we, wd, wok, _, nb, _ = code(m, a.mode, data, None)
+        r, alone, re_, rd, rok, _, _, st = code(m, a.mode, data, "lines")
+        b, _, be, bd, bok, k, _, _ = code(m, a.mode, data, "block")
         print(f"| {name} | {n:,} | {8 * w / n:.4f} | {8 * r / n:.4f} | {(r - w) / w:+.1%} | "
-              f"{8 * b / n:.4f} | {(b - w) / w:+.1%} | {k} of {nb} | {8 * alone / n:.4f} | {we:.1f}, {re_:.1f}, "
+              f"{8 * b / n:.4f} | {(b - w) / w:+.1%} | {k} of {nb} | {8 * alone / n:.4f} | "
+              f"{st['route_run_bytes'] / n:.1%} | {st['route_bits'] / 8 / r:.2%} | {we:.1f}, {re_:.1f}, "
               f"{be:.1f} | {wd:.1f}, {rd:.1f}, {bd:.1f} | {'ok' if wok and rok and bok else 'FAILED'} |", flush=True)
 
 

@@ -948,6 +948,12 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
         if ((r = rc_enc_bit(e, y, (uint32_t)p)) < 0) return r;
         c->route.pend_ctx = ctx, c->route.pend_y = y;
         c->stats[NLM_STAT_ROUTE_LINES] += 1;
+        if (bits_wanted(c)) { /* the route bits coded: this one, and the word model's tokens' (0, and 1 at j) */
+            uint64_t rb = y ? c1 : c0;
+            for (int64_t t = k + 1; !y && t < u && t <= j; t++)
+                rb += rc_cost((uint32_t)(t == j ? c->marks[t - k - 1].p : 4096 - c->marks[t - k - 1].p), 4096);
+            c->stats[NLM_STAT_ROUTE_BITS] += (double)rb / 65536.0;
+        }
         c->stats[y ? NLM_STAT_ROUTE_RUN_LINES : NLM_STAT_ROUTE_SPLIT_LINES] += y || j < u;
         if (y || j < u) { /* the run codes the line (from token j's gap) through its '\n' */
             size_t from = split;
