@@ -95,8 +95,14 @@ def _block_seeds():
             yield name, bytes([flags]) + struct.pack("<H", size - 1) + b[p:p + psize]
 
 
+KEPT_BLOCK_CORPUS = HERE / "corpus" / "block.tar.xz"   # the block targets' corpus, kept between machines
+
+
 def write_seeds(work: Path) -> dict:
-    """Seed corpora per target kind, under work/seeds/; returns {kind: folder}."""
+    """Seed corpora per target kind, under work/seeds/ (the block targets' also hold the corpus kept in
+    KEPT_BLOCK_CORPUS: a libFuzzer corpus merged with -merge=1, see README.md); returns {kind: folder}."""
+    import tarfile
+
     import nlmcodec
 
     dirs = {k: work / "seeds" / k for k in ("frames", "model", "block")}
@@ -106,6 +112,11 @@ def write_seeds(work: Path) -> dict:
         (dirs["frames"] / name).write_bytes(b)
     for name, b in _block_seeds():
         (dirs["block"] / name).write_bytes(b)
+    if KEPT_BLOCK_CORPUS.exists():
+        with tarfile.open(KEPT_BLOCK_CORPUS) as tar:
+            for m in tar.getmembers():
+                if m.isfile() and m.size <= BLOCK_MAX_LEN:
+                    (dirs["block"] / f"kept-{Path(m.name).name}").write_bytes(tar.extractfile(m).read())
     tiny = nlmcodec.load_model("tiny").to_bytes()
     (dirs["model"] / "tiny.nlmm").write_bytes(tiny)
     (dirs["model"] / "tiny-kn-small.nlmm").write_bytes(_kn_seed_model())
