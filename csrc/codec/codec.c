@@ -928,6 +928,7 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
         if (r >= 0) r = cm_code(bm, &c->rc, (uint8_t*)src + pos, e1 - pos);
         e->sink = RC_CODE;
         if (r < 0) return r;
+        if (e->nops - split != 8 * (e1 - pos)) return NLM_ERR_STATE; /* the run codes 8 bits a byte (below) */
         /* the cheapest of: the word model codes the line (y 0, j u), the run codes it (y 1), or the word model
          * codes its tokens k..j-1 and the run the rest from token j's gap (y 0, then token j's route bit 1) */
         const uint64_t c0 = rc_cost((uint32_t)(4096 - p), 4096), c1 = rc_cost((uint32_t)p, 4096);
