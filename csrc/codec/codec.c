@@ -1,14 +1,19 @@
 /* codec.c: the token step shared by encoder and decoder, block encode/decode, and the nlm.h entry points.
  *
  * Owns: docs/format.md §3 (what is coded per token, in which order) and the NlmCodec context.  The step
- * function step_token() is the ONLY place that drives the model, the quantiser and the range coder; the
- * encoder and the decoder differ only in Rc.decoding (the coder writes or reads each symbol).
+ * function step_token() is the ONLY place that drives the model and the quantiser, and every symbol of a
+ * format's block goes through it (the measured line route adds its route bits and the run's bytes around it);
+ * the encoder and the decoder differ only in Rc.decoding (the coder writes or reads each symbol).
  * Not here: the lexer (lexer/), the model arithmetic (model/), the coder (coder/), the speller (speller/),
  * the frame (python/nlmcodec/_frame.py).
  *
  * Per token (docs/format.md §3): [match flag] -> class -> word in class -> [unknown body: cache/speller] -> [case]
  * -> gap [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].  With the
  * token cache (§3.6) the flag, class and word stages code with the network's frequencies mixed with it.
+ *
+ * Also owns the line route, measured for the next format behind nlm_lab.h's switch (encode_routed, decode_routed:
+ * a tracked group's block whose lines the word model or the group's byte-model run codes, each line's route bit
+ * before its tokens; docs/decisions/line-route.md), which drives the run and the route bits around step_token.
  *
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
