@@ -81,8 +81,8 @@ const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* w
  * and with 1 each line of the block is coded by the word model or by b's run, each line's choice in the
  * payload: each token starts with a route bit (does the run code the line from here?), and a line the run codes
  * is coded by it through its '\n' while the token steps run over its tokens without a coder.  Either way the
- * block's bytes are learnt by b's run in order (the caller does not feed
- * them).  NLM_ERR_STATE when the route is off.  nlm_codec_route_byte_payload: after an encode with a router,
+ * block's bytes are learnt by b's run in order (the caller does not feed them).  NLM_ERR_STATE when the route
+ * is off.  nlm_codec_route_byte_payload: after an encode with a router,
  * the payload of a byte-model block continuing b's run that codes the same bytes (the run's coding of the
  * whole block, made alongside): the encoder's other candidate, valid until the next encode; NULL when the
  * last encode had no router. */

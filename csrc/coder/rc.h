@@ -32,7 +32,7 @@ typedef struct {
     uint8_t cache;
     int err;          /* sticky: NLM_ERR_NOMEM after a failed allocation */
     int sink;         /* RC_CODE: symbols are coded; RC_LOG: appended to ops instead (rc_enc_replay codes them
-                       * later); RC_DISCARD: dropped (a step run for its state only, the line route of §3.8) */
+                       * later); RC_DISCARD: dropped (a step run for its state only: the measured line route, codec.c) */
     struct RcOp* ops; /* RC_LOG: the symbols logged, owned */
     size_t nops, ops_cap;
 } RcEnc;
