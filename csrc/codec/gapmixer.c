@@ -230,7 +230,7 @@ int gapmixer_allowed(const GmKnown* kn) {
         }
         static const char* const GAP[7] = {"", " ", "  ", "\n", "\n\n", "\r\n", "\t"};
         const int n = (int)strlen(GAP[s]);
-        if (kn->prelen > n || memcmp(GAP[s], kn->pre, (size_t)kn->prelen)) continue;
+        if (kn->prelen > n || (kn->prelen && memcmp(GAP[s], kn->pre, (size_t)kn->prelen))) continue;
         a |= 1 << s;
     }
     return a;
@@ -265,7 +265,8 @@ int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body,
                             double* bits) {
     const int n = dec ? maxlen : *len;
     const int prelen = kn ? kn->prelen : 0;
-    if (prelen > maxlen || (!dec && (n < prelen || memcmp(buf, kn->pre, (size_t)prelen)))) return NLM_ERR_STATE;
+    if (prelen > maxlen || (!dec && prelen && (n < prelen || memcmp(buf, kn->pre, (size_t)prelen))))
+        return NLM_ERR_STATE;
     uint32_t rh = 0;
     int pos;
     for (pos = 0; pos < maxlen; pos++) {

@@ -98,9 +98,9 @@ def _block_seeds():
 KEPT_BLOCK_CORPUS = HERE / "corpus" / "block.tar.xz"   # the block targets' corpus, kept between machines
 
 
-def write_seeds(work: Path) -> dict:
-    """Seed corpora per target kind, under work/seeds/ (the block targets' also hold the corpus kept in
-    KEPT_BLOCK_CORPUS: a libFuzzer corpus merged with -merge=1, see README.md); returns {kind: folder}."""
+def write_seeds(work: Path, kept: bool = False) -> dict:
+    """Seed corpora per target kind, under work/seeds/ (with kept, the block targets' also hold the corpus kept
+    in KEPT_BLOCK_CORPUS: a libFuzzer corpus merged with -merge=1, see README.md); returns {kind: folder}."""
     import tarfile
 
     import nlmcodec
@@ -112,7 +112,7 @@ def write_seeds(work: Path) -> dict:
         (dirs["frames"] / name).write_bytes(b)
     for name, b in _block_seeds():
         (dirs["block"] / name).write_bytes(b)
-    if KEPT_BLOCK_CORPUS.exists():
+    if kept:
         with tarfile.open(KEPT_BLOCK_CORPUS) as tar:
             for m in tar.getmembers():
                 if m.isfile() and m.size <= BLOCK_MAX_LEN:
@@ -228,6 +228,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1,
                     help="block-gcc's mutation seed: a run that continues an earlier one takes a new seed, or it "
                          "repeats the earlier run's inputs")
+    ap.add_argument("--kept", action="store_true",
+                    help="add the corpus kept in tests/fuzz/corpus to the block targets' seeds (a long run that goes "
+                         "on where the last one stopped; the CI's short runs start from the vectors)")
     ap.add_argument("--timeout", type=int, default=20,
                     help="libFuzzer/atheris per-input limit in wall-clock seconds (raise it on a loaded machine or "
                          "under nice: a starved process can pass 20 s on an input that takes 0.1 s of CPU)")
@@ -237,7 +240,7 @@ def main(argv=None):
     work = Path(args.workdir or tempfile.mkdtemp(prefix="nlmfuzz-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     targets = args.targets.split(",")
-    dirs = write_seeds(work)
+    dirs = write_seeds(work, args.kept)
     import nlmcodec
 
     dump = work / "tiny.fuzzmodel"
