@@ -116,7 +116,6 @@ struct NlmCodec {
     int route_on;         /* nlm_codec_set_route: the line route may be used (no format has it yet) */
     NlmByteCoder* router; /* nlm_codec_set_router: the tracked group's byte coder, or NULL */
     int route_lines;      /* the encoder's route byte with a router */
-    int route_in;         /* the decoder's: the block's route byte */
     RouteFlag route, route_saved;
     RcEnc shadow;         /* encoder: the run's coding of the whole block (nlm_codec_route_byte_payload) */
     uint8_t* shadow_out;  /* ... as a byte-model payload */
@@ -994,12 +993,11 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
 
 /* Decoder, a block of a tracked group with a router: writes dst[0..dst_len) (the caller checks the length and
  * the payload's end). */
-static int64_t decode_routed(NlmCodec* c, uint8_t* dst, size_t dst_len, uint8_t* gap_scratch, size_t* out) {
+static int64_t decode_routed(NlmCodec* c, int on, uint8_t* dst, size_t dst_len, uint8_t* gap_scratch, size_t* out) {
     Rc* rc = &c->rc;
     CmModel* bm = bytecoder_run(c->router);
     if (!bm) return NLM_ERR_STATE;
     int r;
-    const int on = c->route_in; /* the payload's first byte (nlm_decode_block) */
     size_t pos = 0, fed = 0, q = 0, prelen = 0; /* output; learnt by the run; the next token's start */
     uint64_t k = 0;                             /* tokens stepped */
     if (c->toks_cap < dst_len + 1) {
@@ -1155,17 +1153,18 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
     c->rc.decoding = 1;
     int64_t r = NLM_OK;
     size_t pos = 0;
+    int route = 0;
     if (c->router) { /* the route byte, then the coder's bytes */
         if (n < 1 || src[0] > 1) {
             r = NLM_ERR_CORRUPT;
             goto finish;
         }
-        c->route_in = src[0];
+        route = src[0];
         src++, n--;
     }
     rc_dec_init(&c->rc.dec, src, n);
     if (c->router) {
-        r = decode_routed(c, dst, dst_len, gap_scratch, &pos);
+        r = decode_routed(c, route, dst, dst_len, gap_scratch, &pos);
         goto finish;
     }
     /* Every token but END writes at least one body byte, so a valid block has at most dst_len + 1 tokens;

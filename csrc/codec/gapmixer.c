@@ -186,11 +186,6 @@ static int gm_bit(GapMixer* g, const GmTables* t, const GmCtx* cx, int node, int
     return 0;
 }
 
-int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint8_t* body, int blen,
-                  int dec, int* sym, GmCodeBit code_bit, void* cctx, double* bits) {
-    return gapmixer_code_allowed(g, t, gf, body, blen, 0xFF, dec, sym, code_bit, cctx, bits);
-}
-
 int gapmixer_code_allowed(GapMixer* g, const GmTables* t, const uint32_t* gf, const uint8_t* body, int blen,
                           int allowed, int dec, int* sym, GmCodeBit code_bit, void* cctx, double* bits) {
     if (!(allowed & 0xFF)) return NLM_ERR_CORRUPT;
@@ -254,11 +249,6 @@ int gapmixer_line_class(const GapMixer* g) {
 /* A literal run's bytes, one at a time: END? then '\n', ' ', '\t', '\r', '\v' / '\f' (END not at the start).
  * Each byte joins the line history at once. */
 static const uint8_t RUN_BYTES[6] = {'\n', ' ', '\t', '\r', '\v', '\f'};
-
-int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, int dec, uint8_t* buf,
-                      int* len, int maxlen, GmCodeBit code_bit, void* cctx, double* bits) {
-    return gapmixer_code_run_known(g, t, body, blen, NULL, dec, buf, len, maxlen, code_bit, cctx, bits);
-}
 
 int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, const GmKnown* kn,
                             int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* cctx,

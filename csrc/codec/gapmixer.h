@@ -54,8 +54,6 @@ void gapmixer_reset(GapMixer* g, const GmTables* t);
  * one decision with P(1) = p1 / 4096 through the codec's coder (0 or a negative NLM_ERR_*); *bits (optional)
  * accumulates -log2 of the coded probabilities. */
 typedef int (*GmCodeBit)(void* ctx, int* bit, int p1);
-int gapmixer_code(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, const uint8_t* body,
-                  int blen, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
 /* What is known of a gap before it is coded (the line route, measured: docs/decisions/line-route.md): its first
  * bytes pre[0..prelen), the end of a line the byte model coded (ending in '\n'). */
 typedef struct {
@@ -64,17 +62,14 @@ typedef struct {
 } GmKnown;
 /* The symbols a gap can be given what is known of it (bit s: symbol s possible). */
 int gapmixer_allowed(const GmKnown* k);
-/* gapmixer_code over the allowed symbols only: a node whose symbol is not allowed is not asked, and the last
+/* Code the gap symbol over the allowed symbols only: a node whose symbol is not allowed is not asked, and the last
  * allowed symbol is not asked either; the outside probability of a node is its symbol's share among the allowed
- * symbols left.  allowed = 0xFF is gapmixer_code. */
+ * symbols left.  allowed = 0xFF: every symbol (formats 14 to 16). */
 int gapmixer_code_allowed(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, const uint8_t* body, int blen,
                           int allowed, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
 /* A literal run (symbol 7) by the same mixer, byte by byte (its bytes join the history as they are coded): the
- * encoder passes buf[0..*len), the decoder receives them (at most maxlen). */
-int gapmixer_code_run(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, int dec, uint8_t* buf,
-                      int* len, int maxlen, GmCodeBit code_bit, void* ctx, double* bits);
-/* gapmixer_code_run given what is known (kn may be NULL: nothing): the first kn->prelen bytes are kn->pre and are
- * not coded (nor is the end asked before them). */
+ * encoder passes buf[0..*len), the decoder receives them (at most maxlen).  kn (NULL: nothing known, formats 14
+ * to 16): the first kn->prelen bytes are kn->pre and are not coded (nor is the end asked before them). */
 int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, const GmKnown* kn,
                             int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* ctx,
                             double* bits);
