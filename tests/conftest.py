@@ -66,6 +66,29 @@ HEAVY = ("test_errors.py::test_random_bytes_expansion_bound", "test_errors.py::t
          "test_vector_driver.py::", "test_api.py::test_block_split_independent_of_chunking")
 
 
+def pytest_configure(config):
+    """The session's shared folder of corpus frames (corpus_cache.frame): made by the controlling process (or the
+    only one), inherited by xdist's workers, removed at the session's end."""
+    import corpus_cache
+
+    if not hasattr(config, "workerinput") and corpus_cache.SHARED_FRAMES_ENV not in os.environ:
+        import tempfile
+
+        config._nlm_frames = tempfile.mkdtemp(prefix="nlmcodec-frames-")
+        os.environ[corpus_cache.SHARED_FRAMES_ENV] = config._nlm_frames
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    import corpus_cache
+
+    folder = getattr(config, "_nlm_frames", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(corpus_cache.SHARED_FRAMES_ENV, None)
+
+
 def _heavy_rank(item):
     mark = item.get_closest_marker("xdist_group")
     name = mark.args[0] if mark is not None and mark.args else None

@@ -102,10 +102,34 @@ def read(path) -> bytes:
     return lzma.decompress(data) if str(path).endswith(".xz") else data
 
 
+# A folder the session's workers share (conftest.py sets it for the pytest session, xdist workers inherit it):
+# a frame compressed by one worker is read by the others, e.g. the sums over the fourteen English files in the
+# dickens group, whose other files' frames are made in their own groups.
+SHARED_FRAMES_ENV = "NLMCODEC_TEST_FRAMES"
+_MODE_NAMES = {False: "static", True: "dynamic", "heads": "heads"}
+
+
 @functools.lru_cache(maxsize=None)
 def frame(path, adapt: bool) -> bytes:
-    """The frame compress() writes without a model (it chooses between the bundled default models)."""
-    return nlmcodec.compress(read(path), adapt=adapt)
+    """The frame compress() writes without a model (it chooses between the bundled default models); made once
+    per session when SHARED_FRAMES_ENV names a folder (a worker that wants a frame another is making waits for
+    it), else once per process."""
+    shared = os.environ.get(SHARED_FRAMES_ENV)
+    if not shared:
+        return nlmcodec.compress(read(path), adapt=adapt)
+    import fcntl
+
+    stem = pathlib.Path(shared) / f"{name_of(path)}.{_MODE_NAMES[adapt]}"
+    done = stem.with_name(stem.name + ".nlm")
+    with open(stem.with_name(stem.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return done.read_bytes()
+        out = nlmcodec.compress(read(path), adapt=adapt)
+        part = stem.with_name(stem.name + ".part")
+        part.write_bytes(out)
+        os.replace(part, done)
+        return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,7 +32,7 @@ models other than tiny (CARRY_LEFT_OUT).  Why: under qemu they are the bulk of t
 time (news_64k and fallback take about 1-4 min of CPU each, by mode), and no code path is theirs alone: every
 model type, mode, cache, the match flag, the speller and the fallback's word-model blocks run in the smaller
 vectors of the light file (the tiny models' at every size, the default model's small ones in every mode), and
-the native run replays all of them.  The left-out vectors are listed on stdout (and so in the lane's log).
+the test lanes decode and re-encode all of them on x86-64 (tests/test_golden.py).  The left-out vectors are listed on stdout (and so in the lane's log).
 Usage: export_blocks.py OUTDIR [--models tiny,default-2] [--light-budget W]
 """
 import argparse
@@ -63,7 +63,7 @@ MODE_COST = {_core.native.MODE_STATIC: 1, _core.native.MODE_HEADS: 4, _core.nati
 HEADS_BUDGET = 6e11
 # a frozen older format (a version below the one this build writes) gets this share of the budget and no
 # HEADS_BUDGET exception: its rules differ from the written format's only where docs/format.md says so (format 13:
-# the gap coding of §3.3 and §5.3), which its small vectors take; the native run replays all of it
+# the gap coding of §3.3 and §5.3), which its small vectors take; the test lanes decode all of it
 OLDER_SHARE = 0.01
 # the context carried over blocks (the fallback-* and news_64k-* vectors: 65-144 KB, 10-50 s each under
 # qemu-s390x) is replayed with the tiny model and, within the budgets, the default ones; the other model types'
