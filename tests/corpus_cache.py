@@ -106,7 +106,6 @@ def read(path) -> bytes:
 # a frame compressed by one worker is read by the others, e.g. the sums over the fourteen English files in the
 # dickens group, whose other files' frames are made in their own groups.
 SHARED_FRAMES_ENV = "NLMCODEC_TEST_FRAMES"
-_MODE_NAMES = {False: "static", True: "dynamic", "heads": "heads"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -119,7 +118,9 @@ def frame(path, adapt: bool) -> bytes:
         return nlmcodec.compress(read(path), adapt=adapt)
     import fcntl
 
-    stem = pathlib.Path(shared) / f"{name_of(path)}.{_MODE_NAMES[adapt]}"
+    from nlmcodec._explain import MODE_NAMES
+
+    stem = pathlib.Path(shared) / f"{name_of(path)}.{MODE_NAMES[adapt]}"
     done = stem.with_name(stem.name + ".nlm")
     with open(stem.with_name(stem.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -32,7 +32,8 @@ models other than tiny (CARRY_LEFT_OUT).  Why: under qemu they are the bulk of t
 time (news_64k and fallback take about 1-4 min of CPU each, by mode), and no code path is theirs alone: every
 model type, mode, cache, the match flag, the speller and the fallback's word-model blocks run in the smaller
 vectors of the light file (the tiny models' at every size, the default model's small ones in every mode), and
-the test lanes decode and re-encode all of them on x86-64 (tests/test_golden.py).  The left-out vectors are listed on stdout (and so in the lane's log).
+the test lanes decode and re-encode all of them on x86-64 (tests/test_golden.py).  The left-out vectors are
+listed on stdout (and so in the lane's log).
 Usage: export_blocks.py OUTDIR [--models tiny,default-2] [--light-budget W]
 """
 import argparse

@@ -8,9 +8,9 @@ target's core objects for fused multiply-add instructions (cbuild.fma_instructio
 objdump); run tests/c/fpenv_probe.c (the FP environment guard against a hostile rounding mode and
 flush-to-zero) and the driver natively and under qemu-aarch64 / qemu-s390x; and the byte model:
 tests/c/cm_driver.c codes the raw inputs of golden vectors (CM_INPUTS) on each target, and its payloads
-(size and FNV-1a hash) must equal x86-64's.  Every target replays blocks_light.bin (export_blocks.py says what it leaves out;
-the list is in this lane's output); every vector decodes and re-encodes on x86-64 in the test lanes
-(tests/test_golden.py), so the native run replays the emulated targets' file, not all of blocks.bin.
+(size and FNV-1a hash) must equal x86-64's.  Every target replays blocks_light.bin (export_blocks.py says what
+it leaves out; the list is in this lane's output); every vector decodes and re-encodes on x86-64 in the test
+lanes (tests/test_golden.py), so the native run replays the emulated targets' file, not all of blocks.bin.
 Fails closed: a target whose tools are missing is reported as NOT RUN and fails the lane like a mismatch, a
 failed build or an FMA instruction (.ci/cross.sh installs the tools with apt-get where it can).
 --targets native runs the native replay alone (the emulated targets are then reported as not asked for).
