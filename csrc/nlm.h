@@ -137,7 +137,7 @@ void nlm_codec_free(NlmCodec* c);
  * A frame names its format version and mode; together they fix every option of its word-model blocks.  The
  * one table of what they mean is csrc/codec/formats.h: a C program that reads a frame's header configures a
  * codec with nlm_codec_reset_for and decodes its blocks. */
-#define NLM_FORMAT_VERSION 16 /* the format this build writes */
+#define NLM_FORMAT_VERSION 17 /* the format this build writes */
 #define NLM_FORMAT_OLDEST 13  /* the oldest it reads (formats 1-12: nlmcodec 0.1.0) */
 #define NLM_MODE_STATIC 0     /* no adaptation (a context made with adapt 0) */
 #define NLM_MODE_DYNAMIC 1    /* every part adapts (§6.3-§6.4; a context made with adapt 1) */
@@ -203,12 +203,15 @@ int64_t nlm_decode_block(NlmCodec* c, const uint8_t* src, size_t n, uint8_t* dst
 #define NLM_STAT_BM_CANDIDATES 19 /* cache symbols (hits and escapes) the body mixer's experts named (§5.1.1) */
 #define NLM_STAT_SEGMENTS 20      /* dynamic: segments closed (learned from or skipped) */
 #define NLM_STAT_SKIPPED 21       /* ... of which an adaptation schedule's skip_permille skipped */
-#define NLM_STAT_ROUTE_LINES 22   /* the line route (nlm_lab.h), encoder: lines of the routed blocks */
+#define NLM_STAT_ROUTE_LINES 22   /* the line route (§3.8), encoder: lines of the routed blocks */
 #define NLM_STAT_ROUTE_RUN_LINES 23 /* ... that the run coded from their start */
 #define NLM_STAT_ROUTE_SPLIT_LINES 24 /* ... that the run coded from a later token (the word model the tokens before) */
 #define NLM_STAT_ROUTE_RUN_BYTES 25 /* ... the bytes the run coded */
 #define NLM_STAT_ROUTE_BITS 26    /* ... the route bits coded (their information) */
-#define NLM_STAT_COUNT 27
+#define NLM_STAT_ROUTE_WORD_BITS 27 /* ... what the word model's coding of every line would have cost, in bits (the
+                                     * encoder's yardstick for the route; always summed) */
+#define NLM_STAT_ROUTE_CODED_BITS 28 /* ... what the chosen codings cost, route bits included, in bits (always) */
+#define NLM_STAT_COUNT 29
 int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 
 /* ---- per-token trace (reporting only: never changes a coded byte) ----
@@ -276,6 +279,19 @@ int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint
  * feed: 0, NLM_ERR_STATE without a run, NLM_ERR_CORRUPT past the run's 2^s bytes (the run is then ended). */
 int nlm_bytecoder_start(NlmByteCoder* b, int s);
 int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n);
+
+/* The line route (format 17, docs/format.md §3.8).  nlm_codec_set_router(c, b, lines): the context's next
+ * word-model blocks belong to a tracked group whose run is b's (started with nlm_bytecoder_start); NULL: they do
+ * not (every group start: nlm_codec_reset_for clears it).  With b, each block's payload starts with its route
+ * byte (the encoder writes `lines`, 0 or 1; the decoder reads it): 0, the block's tokens are coded as without a
+ * router; 1, each line of the block is coded by the word model or by b's run, each line's choice in the payload.
+ * Either way the block's bytes are learnt by b's run in order (the caller does not feed them).  NLM_ERR_STATE for
+ * a context whose format has no route (formats.h).  nlm_codec_route_byte_payload: after an encode with a router,
+ * the payload of a byte-model block continuing b's run that codes the same bytes (the run's coding of the whole
+ * block, made alongside): the encoder's other candidate, valid until the next encode; NULL when the last encode
+ * had no router. */
+int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines);
+const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* len);
 
 #ifdef __cplusplus
 }

@@ -73,22 +73,10 @@ int nlm_lab_byte_costs(const uint8_t* src, size_t n, uint16_t* p);
 int nlm_lab_trace_dists(NlmCodec* c, int on);
 const float* nlm_lab_trace_dists_records(const NlmCodec* c, size_t* n, size_t* width);
 
-/* ---- the line route, measured for the next format (docs/decisions/line-route.md; no format has it yet) ----
- * nlm_codec_set_route(c, on): the context's gap mixer (formats 14 on) may route lines; resets the context, and
- * nlm_codec_reset_for turns it off.  nlm_codec_set_router(c, b, lines): the context's next word-model blocks
- * belong to a tracked group whose run is b's (started with nlm_bytecoder_start); NULL: they do not.  With b,
- * each block's payload starts with its route byte (the encoder writes `lines`, 0 or 1; the decoder reads it),
- * and with 1 each line of the block is coded by the word model or by b's run, each line's choice in the
- * payload: each token starts with a route bit (does the run code the line from here?), and a line the run codes
- * is coded by it through its '\n' while the token steps run over its tokens without a coder.  Either way the
- * block's bytes are learnt by b's run in order (the caller does not feed them).  NLM_ERR_STATE when the route
- * is off.  nlm_codec_route_byte_payload: after an encode with a router,
- * the payload of a byte-model block continuing b's run that codes the same bytes (the run's coding of the
- * whole block, made alongside): the encoder's other candidate, valid until the next encode; NULL when the
- * last encode had no router. */
+/* The line route of format 17 (docs/format.md §3.8) on a context of another format that has the gap mixer (formats
+ * 14 on): on = 1 allows nlm_codec_set_router (nlm.h), as format 17's rows do; resets the context, and
+ * nlm_codec_reset_for sets it as its format says.  For measurements of variants (benchmarks/lm_in_mixer). */
 int nlm_codec_set_route(NlmCodec* c, int on);
-int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines);
-const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* len);
 
 #ifdef __cplusplus
 }

@@ -652,7 +652,7 @@ int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     c->end_advance = row->end_advance;
     c->max_tokens = row->max_tokens;
     c->forward = row->forward;
-    c->route_on = 0;
+    c->route_on = row->route;
     c->router = NULL;
     if ((e = use_gap_mixer(c, row->gap_mixer)) < 0) return e;
     if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
@@ -953,6 +953,8 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
         if ((r = rc_enc_bit(e, y, (uint32_t)p)) < 0) return r;
         c->route.pend_ctx = ctx, c->route.pend_y = y;
         c->stats[NLM_STAT_ROUTE_LINES] += 1;
+        c->stats[NLM_STAT_ROUTE_WORD_BITS] += (double)wc / 65536.0;
+        c->stats[NLM_STAT_ROUTE_CODED_BITS] += (double)best / 65536.0;
         if (bits_wanted(c)) { /* the route bits coded: this one, and the word model's tokens' (0, and 1 at j) */
             uint64_t rb = y ? c1 : c0;
             for (int64_t t = k + 1; !y && t < u && t <= j; t++)

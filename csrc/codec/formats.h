@@ -25,25 +25,31 @@ typedef struct {
     int gap_mixer;        /* 0: the gap symbol coded with §3.3's blend, a literal run by §5.3; 1: both by the gap
                            * mixer (§3.7) */
     int byte_model;       /* CM_MODEL_* of the byte-model blocks (§9): 1 (§9.1-§9.5) or 2 (§9.7) */
+    int route;            /* 1: a tracked group's word-model blocks start with a route byte and may have lines coded
+                           * by the group's byte-model run (the line route, §3.8) */
 } NlmFormatRow;
 
 static const NlmFormatRow NLM_FORMATS[] = {
     /* format 13, the 1.0 format (frozen) */
-    {13, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 0, CM_MODEL_1},
-    {13, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 0, CM_MODEL_1},
-    {13, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 0, CM_MODEL_1},
+    {13, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 0, CM_MODEL_1, 0},
+    {13, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 0, CM_MODEL_1, 0},
+    {13, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 0, CM_MODEL_1, 0},
     /* format 14: format 13 with the gap mixer */
-    {14, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_1},
-    {14, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_1},
-    {14, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_1},
+    {14, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_1, 0},
+    {14, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_1, 0},
+    {14, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_1, 0},
     /* format 15: format 14's word-model blocks; tracked groups (§7.2, the frame layer) and the one-pass encoder (§7.4) */
-    {15, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_1},
-    {15, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_1},
-    {15, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_1},
+    {15, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_1, 0},
+    {15, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_1, 0},
+    {15, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_1, 0},
     /* format 16: format 15 with byte model 2 (§9.7) */
-    {16, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_2},
-    {16, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_2},
-    {16, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_2},
+    {16, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_2, 0},
+    {16, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_2, 0},
+    {16, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_2, 0},
+    /* format 17: format 16 with the line route (§3.8) */
+    {17, NLM_MODE_STATIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 1, 1, 1, CM_MODEL_2, 1},
+    {17, NLM_MODE_DYNAMIC, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 1, 1, 1, 1, CM_MODEL_2, 1},
+    {17, NLM_MODE_HEADS, SPELLER_CM, 2, 2, NLM_MAX_BLOCK_TOKENS, 0, 1, 0, 2, 1, 1, CM_MODEL_2, 1},
 };
 
 /* The byte model (CM_MODEL_*) of format version's byte-model blocks; 0 for a version not in the table. */

@@ -42,7 +42,7 @@ STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "ca
               "spelled", "spell_bits", "case_bits", "gap_bits", "match_preds", "match_hits", "match_bits",
               "match_net_cost", "tc_u1", "tc_o2", "tc_o3", "tc_tokens", "tc_net_cost", "bm_candidates",
               "segments", "segments_skipped", "route_lines", "route_run_lines", "route_split_lines",
-              "route_run_bytes", "route_bits")
+              "route_run_bytes", "route_bits", "route_word_bits", "route_coded_bits")
 MATCH_OFF, MATCH_FLAG1, MATCH_FLAG2 = 0, 1, 2     # Codec.reset's match levels (nlm.h nlm_codec_set_match)
 CACHE_OFF, CACHE_TOKENS, CACHE_BODIES = 0, 1, 2   # Codec.reset's cache levels (nlm.h nlm_codec_set_cache)
 FORWARD_FLOAT, FORWARD_INT8 = 0, 1                # Codec.reset's forward levels (nlm.h nlm_codec_set_forward)

@@ -44,7 +44,7 @@ def _decode_block(codec, b: _Block) -> bytes:
 
 
 def _start_track(bcoder, b: _Block) -> bool:
-    """At a group start: begin the tracked group's byte-model run (formats 15 and 16, docs/format.md §7.2), or end
+    """At a group start: begin the tracked group's byte-model run (formats 15 on, docs/format.md §7.2), or end
     the run in progress.  True when the group is tracked."""
     bcoder.reset()
     if b.start == 1:
@@ -64,6 +64,20 @@ def _tracked(bcoder, b: _Block, data) -> bytes:
         raise NLMError(f"corrupt frame: block {b.index} takes its tracked group past the byte-model run's "
                        f"size", code=e.code) from None
     return data
+
+
+def _decode_word_block(codec, bcoder, tracked: bool, version: int, b: _Block) -> bytes:
+    """Output of word-model block b: in a tracked group its bytes are learnt by the group's run, which in format 17
+    (the line route, docs/format.md §3.8) reads the block with the codec, and is fed the output before."""
+    routed = tracked and version >= F.ROUTE_VERSION
+    if routed:
+        codec.set_router(bcoder)
+    try:
+        data = _decode_block(codec, b)
+    finally:
+        if routed:
+            codec.set_router(None)        # the codec holds no group's run between blocks
+    return _tracked(bcoder, b, data) if tracked and not routed else data
 
 
 def _check_tracked_byte_block(b: _Block) -> None:
@@ -191,6 +205,9 @@ def _run_group(shelf, model_id, adapt, version, blocks, out: _GroupOutput) -> No
                     bcoder = _new_byte_coder(version)
                 if tracked:
                     _check_tracked_byte_block(b)
+            if b.kind == F.BLOCK_MODEL:
+                out.put(_decode_word_block(codec, bcoder, tracked, version, b))
+                continue
             data = _decode_block(bcoder if b.kind == F.BLOCK_BYTE else codec, b)
             out.put(_tracked(bcoder, b, data) if tracked else data)
         out.finish()
@@ -464,7 +481,9 @@ class FrameDecoder:
             if self._track:
                 _check_tracked_byte_block(b)
             return _decode_block(self._byte_coder(), b)
-        out = _decode_block(self._model_codec() if b.kind == F.BLOCK_MODEL else None, b)
+        if b.kind == F.BLOCK_MODEL:
+            return _decode_word_block(self._model_codec(), self._bcoder, self._track, self.version, b)
+        out = _decode_block(None, b)
         return _tracked(self._bcoder, b, out) if self._track else out
 
     def _next_threaded(self, complete):

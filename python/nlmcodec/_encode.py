@@ -22,6 +22,11 @@ Policy (not part of the format; any valid choice decodes; docs/format.md §7.4 s
   word model has EARLY_MIN bytes, EARLY_STRONG on any), or when a byte-model coding of the held bytes is
   smaller than held blocks of several kinds; otherwise the held blocks are written.  After the hold each
   block is written as soon as it is coded.
+* The line route (format 17, §3.8): in a tracked group each word-model block is coded with the group's run as
+  the codec's router (each line by the cheaper of the word model and the run, the route byte 1; the run learns
+  the block and its own coding of it comes out alongside); the held blocks coded before the run started take
+  the route byte 0.  When the run starts at the block the word model has just coded, that block is coded again
+  with the router, from the state before it.
 * Speed only: every PROBE_SPAN blocks (not the group's last) the word model codes the block's first
   PROBE_SIZE bytes without adapting and is rolled back; when that is more than PROBE_RATIO x lzma preset 1
   or more than PROBE_BYTE_MARGIN x the byte model on the same bytes, the word model is not tried on the
@@ -52,6 +57,7 @@ EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end t
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
 EARLY_STRONG = 0.8            # or, over whatever the hold covers, at most this x (dev: never below 1.079x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
+ROUTE_KEEP = 0.99             # (format 17) the route saves 1% of the first word-model block's bits: code alongside
 SWITCH_RATIO = 0.95           # a tracked group's block goes to the byte model when at most this x the word model
                               # (the word model then misses the block: benchmarks/skip_cost.md)
 BLOCK_SIZE = F.MAX_MODEL_BLOCK     # input bytes per block (the format allows no larger word-model block)
@@ -68,6 +74,7 @@ CHOICE_PIECE_SIZE = 4096     # ... of this many bytes
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
 LZMA_PIECE = 64 << 10         # input bytes between two looks at the preset-1 yardstick's output (speed only)
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
+ROUTE = F.FORMAT_VERSION >= F.ROUTE_VERSION   # the written format routes lines in tracked groups (§3.8)
 
 # bytes that count as binary: the C0 controls other than the whitespace controls, and DEL
 _BINARY_BYTES = bytes([b for b in range(32) if b not in (9, 10, 11, 12, 13)] + [127])
@@ -126,6 +133,43 @@ def _try_model(codec, block):
         if e.code == ERR_UNSUPPORTED:
             return None
         raise
+
+
+def _routed(codec, run, block):
+    """(the word model's payload or None, the run's payload for the block): block coded with run (a tracked
+    group's ByteCoder) as the codec's router (§3.8).  The run learns the block (unless the codec refuses it,
+    which changes nothing); its payload is a byte-model block continuing the run, made alongside."""
+    codec.set_router(run, True)
+    try:
+        payload = _try_model(codec, block)
+        return payload, codec.route_byte_payload() if payload is not None else None
+    finally:
+        codec.set_router(None)        # the codec holds no run between blocks (a probe must not feed it)
+
+
+def _route_pays(codec, block) -> bool:
+    """(Format 17) the line route pays on the block: its first PROBE_SIZE bytes (cut after their last newline),
+    coded without adapting with a fresh run as the codec's router, cost at most ROUTE_KEEP x the word model's own
+    coding of their lines (the encoder's logged costs, nlm.h NLM_STAT_ROUTE_*_BITS).  The codec state is rolled
+    back; a probe costs about a quarter of a block at static-mode speed, and the byte model over 16 KiB."""
+    from ._core import ByteCoder
+
+    probe = block[:PROBE_SIZE]
+    k = bytes(probe).rfind(b"\n") + 1
+    probe = probe[:k] if k else probe
+    run = ByteCoder()
+    run.start_run(size_class(len(probe)))
+    before = codec.stats()
+    codec.save()
+    codec.set_frozen(True)
+    try:
+        payload, _ = _routed(codec, run, probe)
+        after = codec.stats()
+    finally:
+        codec.set_frozen(False)
+        codec.restore()
+    word = after["route_word_bits"] - before["route_word_bits"]
+    return payload is not None and after["route_coded_bits"] - before["route_coded_bits"] <= ROUTE_KEEP * word
 
 
 def choice_head(data, pieces: int = None, piece: int = None, window: int = None) -> bytes:
@@ -306,9 +350,10 @@ class _PlainRun:
 
     Untracked (track 0): the run starts at its first block and is carried across the group's word-model
     blocks, which it does not see; a block coded otherwise than by the run ends it (the model saw bytes the
-    decoder's will not), and the next byte-model block starts a fresh one.  Tracked (track = s, formats 15 and 16,
+    decoder's will not), and the next byte-model block starts a fresh one.  Tracked (track = s, formats 15 on,
     §7.2): the run of size class s starts with the group and learns every block of it, whatever the block's
-    coding, as the decoder's does; it codes every block given to it (code()) and is never ended.
+    coding, as the decoder's does; it codes every block given to it (code()) and is never ended; in format 17 a
+    word-model block coded with the run as router (_routed) has its payload made and the block learnt already.
     size and pos: coded bytes and input bytes so far; parts (keep=True): the parts coded."""
 
     def __init__(self, keep=False, track=0):
@@ -323,9 +368,10 @@ class _PlainRun:
         self.size = self.pos = 0
         self.parts = [] if keep else None
 
-    def code(self, block, room: int, collect=False):
+    def code(self, block, room: int, collect=False, payload=None):
         """The part for block; room: at most this many bytes of the group from block's start on (a fresh
-        untracked run is sized for them).  collect (a plain group): once lzma wins a block, that block and
+        untracked run is sized for them); payload: the run's payload for the block when it was made alongside
+        (_routed: the run has learnt the block).  collect (a plain group): once lzma wins a block, that block and
         every later one are gathered for one lzma block (flush()), as lzma codes long repeats across blocks
         that it would lose in 64 KiB pieces; None is returned for them."""
         from ._core import ByteCoder
@@ -339,7 +385,9 @@ class _PlainRun:
         start = self._bc is None
         if start:
             self._bc = ByteCoder()
-        best = part = _byte_part(block, self._bc.encode_block(block, room if start else 0))
+        if payload is None:
+            payload = self._bc.encode_block(block, room if start else 0)
+        best = part = _byte_part(block, payload)
         if _coded_size([part]) >= STORED_MARGIN * _coded_size([stored]):
             best = stored
         size = _coded_size([best])
@@ -383,7 +431,7 @@ class GroupCoder:
     is coded, except the group's first blocks while the word model is on (the hold, see the module
     docstring).  The blocks depend only on the group's bytes, never on how they were pushed.
 
-    A group is tracked (formats 15 and 16, docs/format.md §7.2) when the byte model ran alongside during the hold:
+    A group is tracked (formats 15 on, docs/format.md §7.2) when the byte model ran alongside during the hold:
     its run then learns every byte of the group, and each later block is coded by whichever of the word
     model and the run is smaller.  Otherwise the word model codes the blocks it wins and an untracked run
     the others.
@@ -411,6 +459,7 @@ class GroupCoder:
         self._track = None                    # the byte model over the whole group, alongside (while holding)
         self._wbytes = self._wsize = 0        # input and coded bytes of the word-model blocks held
         self._zsum = 0                        # zlib -1 of the blocks the word model was tried on while holding
+        self._unrouted = set()                # (format 17) starts of held word-model blocks coded without a router
         self._both = [0, 0, 0]                # tracked, after the hold: input, word-model and run bytes of the
                                               # blocks both coded
         self._out = deque()                   # serialized blocks decided, not yet taken
@@ -498,16 +547,29 @@ class GroupCoder:
         if not self._word or _looks_binary(block):
             return None
         codec = self._codec
-        if not snap and not last:
+        could_track = ROUTE and self._holding and self._track is None     # (then the block may be coded again)
+        if could_track and self._wbytes == 0 and _route_pays(codec, block):
+            self._start_track(pos, last)          # the group's first word-model block: routed from the start
+            self._catch_up(pos)
+            could_track = False
+        run = self._router(pos)
+        if not snap and (not last or could_track):
             codec.save()
-        payload = _try_model(codec, block)
+        if run is not None:
+            payload, shadow = _routed(codec, run._bc, block)
+        else:
+            payload, shadow = _try_model(codec, block), None
         if payload is None:
             return None
+        if run is None and could_track:
+            self._unrouted.add(pos)
+        elif run is not None and run is self._track:      # holding: the run alongside has its part of the block
+            run.code(block, 0, payload=shadow)
         penalty = F.MODEL_ID_SIZE if last and self._id_optional() and not self.used and \
             not any(part[0] == F.BLOCK_MODEL for _, part in self._held) else 0
         part = _model_part(k, payload, block)
         if self._plain.track:          # a tracked group: the run's coding of the block is the other candidate
-            other = self._plain.code(block, 0)
+            other = self._plain.code(block, 0, payload=shadow if run is not None else None)
             wsize, bsize = _coded_size([part]) + penalty, _coded_size([other])
             self._both[0] += k
             self._both[1] += wsize
@@ -524,6 +586,7 @@ class GroupCoder:
         if self._holding and self._track is None and self._wbytes == 0 and \
                 _cold_byte_model_below(block, TRACK_RATIO * len(payload)):
             self._start_track(pos, last)
+            payload = self._route_from(block, pos, payload)
         zsize = _zlib1_size(block)
         if self._holding:
             self._zsum += zsize
@@ -531,11 +594,44 @@ class GroupCoder:
             best = min(best, len(F.lzma_compress(block, LZMA_PRESET)))
             if self._holding and self._track is None:
                 self._start_track(pos, last)
+                payload = self._route_from(block, pos, payload)
+        part = _model_part(k, payload, block)
         if len(payload) + F.BLOCK_CHECK_SIZE + penalty >= best:
             if not last:      # the decoder never runs the model on this block
                 codec.restore()
             return None
         return part
+
+    def _router(self, pos):
+        """The tracked run a block at pos is coded with (format 17, §3.8): the group's after the hold, the one
+        alongside while holding (it has learnt the group up to pos), else None."""
+        if not ROUTE:
+            return None
+        if self._plain.track:
+            return self._plain
+        if self._track is not None and self._track.pos == pos:
+            return self._track
+        return None
+
+    def _route_from(self, block, pos, payload):
+        """The run has just started alongside (format 17), at the block at pos that the word model coded
+        without it: the run learns the held blocks before it, and the block is coded again with the run as
+        router, from the state before it (saved by _try_word).  The new payload."""
+        if not ROUTE:
+            return payload
+        track = self._track
+        self._catch_up(pos)
+        self._codec.restore()
+        payload, shadow = _routed(self._codec, track._bc, block)
+        track.code(block, 0, payload=shadow)
+        self._unrouted.discard(pos)
+        return payload
+
+    def _catch_up(self, pos):
+        """The run alongside learns (codes) the held blocks before pos that it has not coded yet."""
+        for p, held in self._held:
+            if self._track.pos <= p < pos:
+                self._track.code(memoryview(self._raw)[p:p + held[1]], 0)
 
     def _start_track(self, pos, last):
         """The byte model alongside, from the group's start, sized for the whole group (for exactly its
@@ -588,8 +684,13 @@ class GroupCoder:
             else:
                 parts = mixed
             track.parts = None
-            if whole and not any(t == F.BLOCK_BYTE for t, _, _ in parts):
+            starts = [p for p, _ in held]         # (the parts are the held blocks', in order)
+            routed = any(t == F.BLOCK_MODEL and p not in self._unrouted for p, (t, _, _) in zip(starts, parts))
+            if whole and not any(t == F.BLOCK_BYTE for t, _, _ in parts) and not (ROUTE and routed):
                 self._plain = _PlainRun()     # nothing for a run to code: the group need not be tracked
+            elif ROUTE:       # tracked: a word-model block coded before the run started takes the route byte 0
+                parts = [(t, q, b"\x00" + body) if t == F.BLOCK_MODEL and p in self._unrouted else (t, q, body)
+                         for p, (t, q, body) in zip(starts, parts)]
             for part in parts:
                 self._write(part)
             return

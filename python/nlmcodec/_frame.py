@@ -11,8 +11,9 @@ The frame (all fixed-width integers little-endian; "varint" = unsigned LEB128, c
               (with bit 0), bits 5-7 zero
     block*    type (1) | size varint | payload size varint | payload | [block CRC32 (4): model blocks]
               type: bits 0-1 kind (0 stored, 1 lzma, 2 word model, 3 byte model), bit 2 group start,
-              bits 3-7 zero, or (formats 15 and 16, a group start) the size class 10..23 of the byte-model run of a
-              tracked group, which learns every byte of the group
+              bits 3-7 zero, or (formats 15 on, a group start) the size class 10..23 of the byte-model run of a
+              tracked group, which learns every byte of the group (format 17: its word-model blocks start with a
+              route byte, and lines of them may be coded by the run, §3.8)
               word-model blocks: at most 64 KiB of output, byte-model blocks at most 256 KiB; both are
               followed by the CRC32 of their output
     end       0x80
@@ -27,8 +28,8 @@ are independent (coded in parallel, seekable through the index).
 Format policy (docs/format.md): every released format decodes forever; a new format is added beside the
 frozen ones (a row of csrc/codec/formats.h, its own vectors), never by editing one.  Format 13 is the 1.0
 format; format 14 is format 13 with the gap mixer (docs/format.md §3.7); format 15 is format 14 with tracked
-groups (§7.2), written in one pass (§7.4); format 16 (format 15 with byte model 2, §9.7) is written; all four
-are read.  Frames of
+groups (§7.2), written in one pass (§7.4); format 16 is format 15 with byte model 2 (§9.7); format 17 (format 16
+with the line route in tracked groups, §3.8) is written; all five are read.  Frames of
 formats 1-12 are refused with a message naming the release that reads them.
 """
 from __future__ import annotations
@@ -80,9 +81,10 @@ MAX_MODEL_TOKENS = native.MAX_BLOCK_TOKENS   # tokens of one word-model block, E
 
 TYPE_KIND_MASK = 0x03
 TYPE_GROUP_START = 0x04
-TYPE_TRACK_SHIFT = 3          # formats 15, 16: bits 3-7 of a group start = its tracked run's size class, or 0
+TYPE_TRACK_SHIFT = 3          # formats 15 on: bits 3-7 of a group start = its tracked run's size class, or 0
 TRACK_MIN, TRACK_MAX = 10, 23  # the byte model's size classes (docs/format.md §9.1)
 TRACK_VERSION = 15            # the first format with tracked groups
+ROUTE_VERSION = 17            # the first whose tracked groups route lines (§3.8; csrc/codec/formats.h)
 END_MARKER = 0x80
 
 MODEL_ID_SIZE = 32
@@ -224,7 +226,7 @@ def header(adapt, check: int, model_id, version: int = FORMAT_VERSION) -> bytes:
 
 
 def block_header(kind: int, group_start: bool, size: int, payload_size: int, track: int = 0) -> bytes:
-    """track: the size class of a tracked group's byte-model run (formats 15 and 16, group starts only), else 0."""
+    """track: the size class of a tracked group's byte-model run (formats 15 on, group starts only), else 0."""
     assert not track or group_start and TRACK_MIN <= track <= TRACK_MAX
     t = kind | (TYPE_GROUP_START if group_start else 0) | track << TYPE_TRACK_SHIFT
     return bytes([t]) + varint(size) + varint(payload_size)
@@ -292,7 +294,7 @@ def block_check_size(kind: int) -> int:
 def parse_block_header(buf, pos: int, index: int, version: int):
     """(kind, start, size, payload size, position of the payload) of the block header at buf[pos] of a frame
     of format `version`, or None for the end marker; Incomplete if buf ends inside it.  start: 0 (not a
-    group start), 1 (a group start) or, at the start of a tracked group (formats 15 and 16), the size class of its
+    group start), 1 (a group start) or, at the start of a tracked group (formats 15 on), the size class of its
     byte-model run (TRACK_MIN..TRACK_MAX)."""
     if pos >= len(buf):
         raise Incomplete
