@@ -229,11 +229,15 @@ int nlm_codec_stats(const NlmCodec* c, double* out, size_t n);
 #define NLM_PART_CASE 5  /* case symbol */
 #define NLM_PART_GAP 6   /* gap symbol + literal run */
 #define NLM_PART_MATCH 7 /* the token match flag (§3.4) */
-#define NLM_NPART 8
+#define NLM_PART_ROUTE 8 /* the line route's bits before the token (§3.8) */
+#define NLM_PART_RUN 9   /* the token's bytes the group's run coded (§3.8: a line, or the end of one, the run coded;
+                          * the '\n' that ends such a line and the whitespace before it count to the next token) */
+#define NLM_NPART 10
 #define NLM_TRACE_TOPK 3
 #define NLM_TRACE_CACHE_HIT 1 /* flags: the <unk> body came from the spelling cache */
 #define NLM_TRACE_CASE_CODED 2 /* flags: a case symbol was coded */
 #define NLM_TRACE_MATCH_HIT 4  /* flags: the token was the match model's prediction (no class/word stage) */
+#define NLM_TRACE_RUN 8        /* flags: the token's body was coded by the group's run (§3.8; the word model's parts 0) */
 typedef struct {
     uint32_t off, len;  /* the token's bytes in the block: src[off, off+len) = gap then body */
     int32_t word;       /* word id coded: 0 <unk>, 1 <end>, else in-vocabulary */

@@ -17,7 +17,7 @@ def test_all_is_pinned():
         "NLMDecompressor", "NLMError", "NLMFile", "add_model_dir", "backend", "compress", "decompress", "explain", "get_frame_info", "load_model", "open"])
     for name in nlmcodec.__all__:
         assert hasattr(nlmcodec, name), name
-    assert nlmcodec.FORMAT_VERSION == 16
+    assert nlmcodec.FORMAT_VERSION == 17
     assert (nlmcodec.CHECK_NONE, nlmcodec.CHECK_CRC32) == (0, 1)
     assert nlmcodec.backend in ("cython", "cffi")
     assert isinstance(nlmcodec.__version__, str) and nlmcodec.__version__[0].isdigit()

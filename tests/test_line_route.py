@@ -1,14 +1,14 @@
-"""The line route, measured for the next format (docs/decisions/line-route.md; nlm_lab.h nlm_codec_set_route):
-a tracked group's word-model blocks with the group's run as their router code each line by the word model or
-by the run.  Round trips over the lexer's edge cases, the run's coding made alongside (the encoder's other
-candidate), the route byte, damaged payloads, and the switch's refusals.  No format has the route yet, so these
-are the C core's own properties, on both bindings."""
+"""The line route of format 17 (docs/format.md §3.8, nlm.h nlm_codec_set_router): a tracked group's word-model
+blocks with the group's run as their router code each line by the word model or by the run.  Round trips over
+the lexer's edge cases, the run's coding made alongside (the encoder's other candidate), the route byte, the
+trace of routed blocks, damaged payloads, and which formats allow a router.  The C core's own properties, on both
+bindings (the frame layer's use of them: tests/test_fallback.py and the golden vectors)."""
 import random
 
 import pytest
 
 from nlmcodec import NLMError, _frame
-from nlmcodec._core import ByteCoder, Codec
+from nlmcodec._core import TRACE_PARTS, ByteCoder, Codec
 
 S = 16                                    # the run's size class: 64 KiB, more than any group here
 
@@ -26,10 +26,9 @@ EDGES = [
 
 
 def _codec(model, mode, route=True):
+    """A context of format 17 (route) or 16 (no route: its blocks are format 17's untracked ones)."""
     c = Codec(model, _frame.adapt_mode(mode))
-    c.reset(_frame.FORMAT_VERSION)
-    if route:
-        c.lab_line_route()
+    c.reset(_frame.ROUTE_VERSION if route else _frame.ROUTE_VERSION - 1)
     return c
 
 
@@ -137,14 +136,45 @@ def test_damaged_payloads_are_refused_or_differ(tiny_model):
 
 
 def test_router_needs_the_route_and_reset_clears_it(tiny_model):
-    c = Codec(tiny_model, _frame.adapt_mode("heads"))
-    c.reset(_frame.FORMAT_VERSION)
-    with pytest.raises(NLMError):
-        c.set_router(_run())
-    c.lab_line_route()
+    """Format 17 allows a router and each group start clears it (the plain payload again, no route byte); a format
+    without the route refuses one unless a measurement turns it on (nlm_lab.h nlm_codec_set_route)."""
+    c = _codec(tiny_model, "heads")
     c.set_router(_run())
-    c.reset(_frame.FORMAT_VERSION)            # the format's options: no route, no router
+    assert c.encode_block(b"plain text\n")[0] == 1 and c.route_byte_payload() is not None
+    c.reset(_frame.ROUTE_VERSION)             # a group start: no router
     assert c.route_byte_payload() is None
-    assert c.encode_block(b"plain text\n") == _codec(tiny_model, "heads", route=False).encode_block(b"plain text\n")
+    plain = _codec(tiny_model, "heads", route=False).encode_block(b"plain text\n")
+    assert c.encode_block(b"plain text\n") == plain
+    old = _codec(tiny_model, "heads", route=False)
     with pytest.raises(NLMError):
-        c.set_router(_run())
+        old.set_router(_run())
+    old.lab_line_route()
+    old.set_router(_run())
+    old.reset(_frame.ROUTE_VERSION - 1)       # the format's options: no route, no router
+    assert old.route_byte_payload() is None and old.encode_block(b"plain text\n") == plain
+    with pytest.raises(NLMError):
+        old.set_router(_run())
+
+
+def test_trace_of_routed_blocks_adds_up(tiny_model):
+    """The trace (nlm.h NLM_PART_ROUTE, NLM_PART_RUN) of a routed block: one record per token covering the block,
+    the lines the run coded flagged and costed by the run alone, every record's bits adding up to the payload
+    (less the route byte) within the coder's flush."""
+    import numpy as np
+
+    block = STRUCTURED[:4000]
+    c, run = _codec(tiny_model, "heads"), _run()
+    c.trace(True)
+    c.set_router(run)
+    payload = c.encode_block(block)
+    t = c.trace_records()
+    assert int(t["off"][0]) == 0 and int(t["off"][-1] + t["len"][-1]) == len(block)
+    assert (t["off"][1:] == t["off"][:-1] + t["len"][:-1]).all()
+    k = TRACE_PARTS.index
+    ran = (t["flags"] & 8) != 0
+    assert ran.any() and (~ran).any()
+    assert (t["bits"][ran, :k("match") + 1] == 0).all() and (t["bits"][ran & (t["len"] > 0), k("run")] > 0).all()
+    assert (t["bits"][~ran, k("run")] >= 0).all() and (t["bits"][~ran, :k("match") + 1].sum(axis=1) > 0).all()
+    assert (t["bits"][:, k("route")] > 0).any()
+    assert abs(float(t["bits"].sum()) - 8 * (len(payload) - 1)) < 64, (float(t["bits"].sum()), len(payload))
+    assert np.isfinite(t["bits"]).all()

@@ -148,6 +148,20 @@ def tracked_input():
     return p.read_bytes()[:120_000] + log[:70_000] + a[20000:60000] + log[100_000:140_000]
 
 
+def routed_input():
+    """Calgary paper1's first 8,000 bytes (troff requests among prose) and news' first 4,000 (mail headers,
+    quoted lines): a group the encoder tracks for the line route (format 17, docs/format.md §3.8), whose
+    word-model blocks leave lines to the run.  None without the corpus."""
+    from nlmcodec._bench import corpus_dir
+    root = corpus_dir()
+    if not root:
+        return None
+    paper, news = Path(root, "bench", "calgary", "paper1"), Path(root, "bench", "calgary", "news")
+    if not paper.exists() or not news.exists():
+        return None
+    return paper.read_bytes()[:8000] + news.read_bytes()[:4000]
+
+
 def fallback_input():
     """Text, then a run of tabs that fills whole 64 KiB blocks (a run over 65,535 bytes, which the word
     model refuses), then text: word-model blocks on both sides of refused blocks."""
@@ -196,6 +210,8 @@ def ok_vectors():
         cases = dict(ins, fallback=fallback_input()) if "alice_4k" in ins else ins
         if model_name in ("tiny", NEWEST_DEFAULT) and tracked_input() is not None:
             cases["tracked"] = tracked_input()
+        if routed_input() is not None:
+            cases["routed"] = routed_input()
         for mode, adapt in MODES:
             for name, raw in cases.items():
                 f = nlmcodec.compress(raw, model=m, adapt=adapt)
@@ -269,6 +285,7 @@ def error_vectors():
         "corrupt payload")
     v.update(byte_error_vectors())
     v.update(tracked_error_vectors())
+    v.update(routed_error_vectors())
     return v
 
 
@@ -363,6 +380,35 @@ def tracked_error_vectors():
                                      "block 0 has unknown type")
     v["track_bits_in_format_14"] = (_tracked_frame([stored, byte], version=14, raw=a + b), "block 0 has unknown type")
     return v
+
+
+def routed_error_vectors():
+    """Forged routed blocks (format 17, docs/format.md §3.8): the tiny model's word-model block of a tracked group
+    whose run starts with it (static mode, 1,500 bytes of troff and mail lines), valid with its run of 2^11 bytes;
+    with a route byte other than 0 and 1; and with a run of 2^10 bytes, which its lines take past its size."""
+    from nlmcodec._core import ByteCoder, Codec
+
+    tiny = nlmcodec.load_model("tiny")
+    text = (b".TH LS 1\n.SH NAME\nls \\- list directory contents\nFrom: someone@example.org\n"
+            b"> quoted text of the message before\nThe program lists the files of a directory.\n") * 8
+    text = text[:1500]
+    c = Codec(tiny, False)
+    c.reset()
+    run = ByteCoder()
+    run.start_run(11)
+    c.set_router(run, True)
+    payload = c.encode_block(text)
+    assert payload[0] == 1 and c.stats()["route_run_lines"] > 0
+
+    def frame(track, body):
+        blocks = (_frame.block_header(_frame.BLOCK_MODEL, True, len(text), len(body), track) + body
+                  + zlib.crc32(text).to_bytes(_frame.BLOCK_CHECK_SIZE, "little"))
+        return (_frame.header(False, _frame.CHECK_CRC32, tiny.model_id) + blocks
+                + _frame.trailer([(len(text), len(blocks))], len(text), _frame.CHECK_CRC32, zlib.crc32(text)))
+
+    assert nlmcodec.decompress(frame(11, payload)) == text
+    return {"route_byte_out_of_range": (frame(11, b"\x02" + payload[1:]), "corrupt word-model block 0"),
+            "routed_run_overflow": (frame(10, payload), "corrupt word-model block 0")}
 
 
 def main(argv=None):

@@ -654,6 +654,7 @@ int nlm_codec_reset_for(NlmCodec* c, int version, int mode) {
     c->forward = row->forward;
     c->route_on = row->route;
     c->router = NULL;
+    c->shadow_ok = 0;
     if ((e = use_gap_mixer(c, row->gap_mixer)) < 0) return e;
     if ((e = lm_set_qforward(c->model, row->forward == 1)) < 0) return e;
     if (c->adapt) {
@@ -849,24 +850,42 @@ static int route_bit_p(NlmCodec* c, int known, GmPending* gp, int* ctx) {
  * known to start there (kn0: what was known of its gap), and gp0 is node 13's prediction for it otherwise.  Every
  * other token codes its route bit (0) first. */
 static int line_steps(NlmCodec* c, const uint8_t* src, const NlmLexToken* toks, int64_t from, int64_t to,
-                      int first_coded, int known0, const GmKnown* kn0, const GmPending* gp0, LineMark* marks) {
+                      int first_coded, int known0, const GmKnown* kn0, const GmPending* gp0, LineMark* marks,
+                      NlmTraceRec* tr) {
     for (int64_t k = from; k < to; k++) {
         int r, ctx;
         const GmPending* gp = gp0;
+        uint32_t route_cost = 0;
         if (k > from || !first_coded) {
             const int p = route_bit_p(c, 0, c->gp, &ctx);
             if (marks) marks[k - from - 1] = (LineMark){c->rc.enc.nops, ctx, p};
             if ((r = rc_enc_bit(&c->rc.enc, 0, (uint32_t)p)) < 0) return r;
+            if (tr) route_cost = rc_cost((uint32_t)(4096 - p), 4096);
             gp = c->gp;
         }
         StepTok t;
         fill_tok(c, src, &toks[k], &t);
         if (toks[k].gap == 7 && toks[k].gap_len > MAX_GAP_RUN) return NLM_ERR_CORRUPT;
         t.known = k == from && first_coded ? kn0 : NULL;
-        if ((r = step_token(c, &t, NULL, NULL)) < 0) return r;
+        if ((r = step_token(c, &t, NULL, tr ? &tr[k] : NULL)) < 0) return r;
+        if (tr) tr[k].bits[NLM_PART_ROUTE] = (double)route_cost / 65536.0;
         if (!(k == from && first_coded && known0)) gapmixer_newline_learn(c->gm, gp, gap_has_nl(src, &toks[k]));
     }
     return NLM_OK;
+}
+
+/* The trace (nlm.h NLM_PART_RUN) of tokens toks[s..u) of a line the run coded from byte pos on, its bytes logged
+ * from op `split` on (8 ops a byte): the word model's parts and the route's cleared (the route bit that handed
+ * the line to the run is added by the caller), the run's bits of each token's bytes. */
+static void trace_run_tokens(NlmTraceRec* tr, const NlmLexToken* toks, int64_t s, int64_t u, size_t pos,
+                             const RcEnc* e, size_t split) {
+    for (int64_t t = s; t < u; t++) {
+        NlmTraceRec* r = &tr[t];
+        for (int p = 0; p <= NLM_PART_ROUTE; p++) r->bits[p] = 0;
+        r->flags |= NLM_TRACE_RUN;
+        const size_t a = toks[t].gap_off > pos ? toks[t].gap_off : pos, b = toks[t].off + toks[t].len;
+        if (b > a) r->bits[NLM_PART_RUN] += (double)rc_ops_cost(e, split + 8 * (a - pos), split + 8 * (b - pos)) / 65536.0;
+    }
 }
 
 /* The run's coding of the whole block, made alongside: a byte-model payload continuing the run (§9.1). */
@@ -891,11 +910,20 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
     int r = 0;
     rc_enc_reset(&c->shadow);
     c->shadow_ok = 0;
+    NlmTraceRec* const tr = c->trace_on ? c->trace : NULL;
+    if (tr) {
+        for (int64_t k = 0; k < ntok; k++) {
+            memset(&tr[k], 0, sizeof tr[k]);
+            tr[k].off = (uint32_t)c->toks[k].gap_off; /* the gap precedes the body */
+            tr[k].len = (uint32_t)(c->toks[k].off + c->toks[k].len - c->toks[k].gap_off);
+        }
+        c->trace_n = (size_t)ntok;
+    }
     if (!c->route_lines) {
         for (int64_t k = 0; k < ntok; k++) {
             StepTok t;
             fill_tok(c, src, &c->toks[k], &t);
-            if ((r = step_token(c, &t, NULL, NULL)) < 0) return r;
+            if ((r = step_token(c, &t, NULL, tr ? &tr[k] : NULL)) < 0) return r;
         }
         e->sink = RC_LOG, e->nops = 0;
         r = cm_code(bm, &c->rc, (uint8_t*)src, n);
@@ -927,7 +955,7 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
                                    : n; /* through the '\n' that ends it */
         /* both codings, logged: the word model's, then the run's (which learns the bytes either way) */
         e->sink = RC_LOG, e->nops = 0;
-        r = line_steps(c, src, c->toks, k, u, 1, known, &kn, c->gp0, c->marks);
+        r = line_steps(c, src, c->toks, k, u, 1, known, &kn, c->gp0, c->marks, tr);
         const size_t split = e->nops;
         if (r >= 0) r = cm_code(bm, &c->rc, (uint8_t*)src + pos, e1 - pos);
         e->sink = RC_CODE;
@@ -962,6 +990,8 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
             c->stats[NLM_STAT_ROUTE_BITS] += (double)rb / 65536.0;
         }
         c->stats[y ? NLM_STAT_ROUTE_RUN_LINES : NLM_STAT_ROUTE_SPLIT_LINES] += y || j < u;
+        if (tr) trace_run_tokens(tr, c->toks, y ? k : j, y || j < u ? u : j, pos, e, split);
+        if (tr) tr[k].bits[NLM_PART_ROUTE] += (double)(y ? c1 : c0) / 65536.0;
         if (y || j < u) { /* the run codes the line (from token j's gap) through its '\n' */
             size_t from = split;
             if (!y) { /* the word model's tokens k..j-1, then token j's route bit 1 */
@@ -969,16 +999,23 @@ static int64_t encode_routed(NlmCodec* c, const uint8_t* src, size_t n, int64_t 
                 if ((r = rc_enc_replay(e, e, 0, mk->op)) < 0 || (r = rc_enc_bit(e, 1, (uint32_t)mk->p)) < 0) return r;
                 route_apply(&c->route, mk->ctx, 1);
                 from = split + 8 * (c->toks[j].gap_off - pos);
+                if (tr) tr[j].bits[NLM_PART_ROUTE] += (double)rc_cost((uint32_t)mk->p, 4096) / 65536.0;
             }
             e->sink = RC_LOG;
+            const size_t tail = e->nops;
             r = cm_code(bm, &c->rc, (uint8_t*)src + e1, e2 - e1);
             e->sink = RC_CODE;
-            if (r < 0 || (r = rc_enc_replay(e, e, from, e->nops)) < 0) return r;
+            if (r < 0) return r;
+            if (tr && u < ntok) { /* the line's '\n' (and the whitespace before it): the next token's gap */
+                tr[u].bits[NLM_PART_RUN] += (double)rc_ops_cost(e, tail, e->nops) / 65536.0;
+                if (e2 == n) tr[u].flags |= NLM_TRACE_RUN; /* (its END, stepped below, codes nothing) */
+            }
+            if ((r = rc_enc_replay(e, e, from, e->nops)) < 0) return r;
             c->stats[NLM_STAT_ROUTE_RUN_BYTES] += (double)(e2 - (y ? pos : c->toks[j].gap_off));
             pos = e2, prelen = e2 - e1;
             if (pos == n && u < ntok) { /* the block ends with the line's '\n': its END is the line's too */
                 e->sink = RC_DISCARD;
-                r = line_steps(c, src, c->toks, u, ntok, 0, 0, NULL, NULL, NULL);
+                r = line_steps(c, src, c->toks, u, ntok, 0, 0, NULL, NULL, NULL, NULL);
                 e->sink = RC_CODE;
                 if (r < 0) return r;
                 u = ntok;
@@ -1037,7 +1074,7 @@ static int64_t decode_routed(NlmCodec* c, int on, uint8_t* dst, size_t dst_len, 
                                                        * gap of the next line's first token */
             if (c->max_tokens && k + (uint64_t)steps > c->max_tokens) return NLM_ERR_CORRUPT;
             rc->decoding = 0, rc->enc.sink = RC_DISCARD;
-            r = line_steps(c, dst + q, c->toks, 0, steps, 1, known, &kn, c->gp0, NULL);
+            r = line_steps(c, dst + q, c->toks, 0, steps, 1, known, &kn, c->gp0, NULL, NULL);
             rc->decoding = 1, rc->enc.sink = RC_CODE;
             if (r < 0) return r == NLM_ERR_NOMEM ? r : NLM_ERR_CORRUPT;
             k += (uint64_t)steps;
@@ -1205,6 +1242,7 @@ int nlm_codec_set_route(NlmCodec* c, int on) {
     if (!c || !c->gapmixer_on) return NLM_ERR_STATE;
     c->route_on = on ? 1 : 0;
     c->router = NULL;
+    c->shadow_ok = 0;
     return nlm_codec_reset(c);
 }
 

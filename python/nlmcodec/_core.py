@@ -19,10 +19,10 @@ def _dtypes():
                       ("kind", "u1"), ("case", "u1"), ("gap", "u1"), ("pad", "u1")])
     assert token.itemsize == native.TOKEN_SIZE
     # One NlmTraceRec (csrc/nlm.h): token bytes src[off, off+len) of the block (gap then body), word id, kind,
-    # case, gap symbol, flags (1 cache hit, 2 case coded, 4 match hit), bits[8] in TRACE_PARTS order, top-3 word ids of the
-    # coded class with p = p(class) * p(word | class) (id -1 = none).
+    # case, gap symbol, flags (1 cache hit, 2 case coded, 4 match hit, 8 coded by the run), bits in TRACE_PARTS order,
+    # top-3 word ids of the coded class with p = p(class) * p(word | class) (id -1 = none).
     trace = np.dtype([("off", "=u4"), ("len", "=u4"), ("word", "=i4"), ("kind", "u1"), ("case", "u1"),
-                      ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (8,)), ("top_id", "=i4", (3,)),
+                      ("gap", "u1"), ("flags", "u1"), ("bits", "=f8", (len(TRACE_PARTS),)), ("top_id", "=i4", (3,)),
                       ("top_p", "=f4", (3,))])
     assert trace.itemsize == native.TRACE_SIZE
     return {"TOKEN_DTYPE": token, "TRACE_DTYPE": trace}
@@ -35,7 +35,7 @@ def __getattr__(name):          # TOKEN_DTYPE / TRACE_DTYPE on first use (PEP 56
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap", "match")
+TRACE_PARTS = ("class", "word", "unk", "cache", "spell", "case", "gap", "match", "route", "run")
 
 KIND_END, KIND_WORD, KIND_NUMBER, KIND_SYMBOL = 0, 1, 2, 3
 STAT_NAMES = ("tokens", "word_bits", "unk_tokens", "unk_bits", "cache_hits", "cache_bits",

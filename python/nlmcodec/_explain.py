@@ -79,6 +79,10 @@ LEGEND = (
             "longer literal run (§5.3)"),
     ("match", "the token match flag (§3.4): is the token the one that followed the longest earlier repeat of "
               "the tokens before it?  A hit costs this flag alone"),
+    ("route", "the line route (§3.8), in a group the byte model runs alongside: before each token, the bit "
+              "that says whether the byte model codes the rest of the line"),
+    ("run", "bytes of lines the byte model codes inside a word-model block (§3.8): markup, code, headers and "
+            "other lines it codes better than the word model"),
     ("byte", "bytes the byte model (§9, a context-mixing model of bytes) codes: blocks the word model codes "
              "worse, such as code, tables or markup"),
     ("lzma", "a block coded with LZMA (xz's coder), its payload shared equally by its bytes"),
@@ -245,6 +249,15 @@ class _TracingCodec:
             if self.calls.get(self._last[0]) is self._last[1]:
                 del self.calls[self._last[0]]
             self._last = None
+
+    def stats(self):
+        return self._c.stats()
+
+    def set_router(self, bcoder, lines=True):
+        self._c.set_router(bcoder, lines)
+
+    def route_byte_payload(self):
+        return self._c.route_byte_payload()
 
     def encode_block(self, block):
         payload = self._c.encode_block(block)
