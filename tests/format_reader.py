@@ -1,4 +1,4 @@
-"""format_reader.py: a second reader of the word-model block payloads of formats 13 to 16, written from
+"""format_reader.py: a second reader of the word-model block payloads of formats 13 to 17, written from
 docs/format.md §1–§6 and §9 (the byte model, the speller of §5.4) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
@@ -1473,10 +1473,10 @@ def read_varint(buf, p):
 
 
 def word_blocks(frame):
-    """(adapt, [(group start, block kind, size, payload)]) of a format-13 to 16 frame (§7.1: a CRC32 follows
-    each word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5).  The version
-    is frame[4]."""
-    assert frame[:4] == b"\xb1NLM" and frame[4] in (13, 14, 15, 16)
+    """(adapt, [(group start, block kind, size, payload)]) of a format-13 to 17 frame (§7.1: a CRC32 follows
+    each word-model and byte-model block); adapt is False, True or "heads" (flag bit 4, §6.5); group start: 0,
+    1, or the size class of a tracked group's run (§7.2).  The version is frame[4]."""
+    assert frame[:4] == b"\xb1NLM" and frame[4] in (13, 14, 15, 16, 17)
     flags = frame[5]
     p = 6 + (32 if flags & 8 else 0) + 4
     blocks = []
@@ -1484,6 +1484,6 @@ def word_blocks(frame):
         t = frame[p]
         size, p = read_varint(frame, p + 1)
         psize, p = read_varint(frame, p)
-        blocks.append((bool(t & 4), t & 3, size, bytes(frame[p:p + psize])))
+        blocks.append(((t >> 3 or 1) if t & 4 else 0, t & 3, size, bytes(frame[p:p + psize])))
         p += psize + (4 if (t & 3) in (2, 3) else 0)
     return ("heads" if flags & 0x10 else bool(flags & 1)), blocks

@@ -21,7 +21,8 @@ import vectorset as VS  # noqa: E402
 FROZEN = {13: "615bd8699ee29f9d140fc678cb855761d0fbf89908726d60e684cb082cb4abb4",
           14: "682dd1c49dbbee0b248d72132837095eb5381040f217a26651aa73bfacdfebe6",
           15: "03fe664a9fddff5057bab46610158d5c1371da8c1cd0195d9509579bb416a68e",
-          16: "c48fba013538295121beef5a15f88a7e6c76c8c965becc4fff6fa41a525b7fbe"}
+          16: "c48fba013538295121beef5a15f88a7e6c76c8c965becc4fff6fa41a525b7fbe",
+          17: "4546c19198c3c3810c4f33d02c82521b5d906f229e3d18abaf0285d3e8ef8250"}
 
 OK = VS.ok_vectors()
 ERRORS = VS.error_vectors()
