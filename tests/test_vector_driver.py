@@ -43,7 +43,8 @@ def test_vectors_replay_identically(exported):
 
 def read_blocks(path):
     """The records of a blocks file (export_blocks.py's docstring): [(name, model file, version, mode, ops,
-    offset of the version byte)], ops [("reset",) | ("block", size, payload offset, payload length)]."""
+    offset of the version byte)], ops [("reset",) | ("block" or "routed", size, payload offset, payload length)
+    | ("track", s) | ("learn", n)]."""
     blob = path.read_bytes()
     assert blob[:8] == b"NLMVBLKS"
     n, o, out = int.from_bytes(blob[8:12], "little"), 12, []
@@ -61,9 +62,18 @@ def read_blocks(path):
                 ops.append(("reset",))
                 o += 1
                 continue
-            assert blob[o] == 1
+            if blob[o] == 2:
+                ops.append(("track", blob[o + 1]))
+                o += 2
+                continue
+            if blob[o] == 3:
+                n = int.from_bytes(blob[o + 1:o + 5], "little")
+                ops.append(("learn", n))
+                o += 5 + n
+                continue
+            assert blob[o] in (1, 4)
             size, plen = int.from_bytes(blob[o + 1:o + 5], "little"), int.from_bytes(blob[o + 5:o + 9], "little")
-            ops.append(("block", size, o + 9, plen))
+            ops.append(("block" if blob[o] == 1 else "routed", size, o + 9, plen))
             o += 9 + plen + size
         out.append((strs[0], strs[1], version, mode, ops, at))
     assert o == len(blob)
@@ -71,14 +81,23 @@ def read_blocks(path):
 
 
 def test_blocks_file_carries_format_and_mode(exported):
-    """Each vector names its frame's format version and mode, starts with a reset, and every mode is there."""
+    """Each vector names its frame's format version and mode, starts with a reset (or a tracked group's run, then
+    a reset), and every mode is there; format 17's routed blocks come with their run (started, fed the group's
+    other bytes) in every mode."""
     _, vec = exported
     recs = read_blocks(vec / "blocks.bin")
-    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14, 15, 16}
-    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14, 15, 16) for m in (0, 1, 2)}
+    assert {r[2] for r in recs} == set(_frame.READ_VERSIONS) == {13, 14, 15, 16, 17}
+    assert {(r[2], r[3]) for r in recs} == {(v, m) for v in (13, 14, 15, 16, 17) for m in (0, 1, 2)}
     for name, _, version, *_ in recs:
         assert all(n.startswith(f"v{version}/") for n in name.split("=")), (name, version)
-    assert all(r[4][0] == ("reset",) and any(op[0] == "block" for op in r[4]) for r in recs)
+    for r in recs:
+        kinds = [op[0] for op in r[4]]
+        blocks = [k for k in kinds if k in ("block", "routed")]
+        assert kinds[0] in ("reset", "track") and "reset" in kinds[:kinds.index(blocks[0])], (r[0], kinds[:4])
+        assert any(op[0] in ("block", "routed") for op in r[4])
+        routed = any(op[0] == "routed" for op in r[4])
+        assert routed == any(op[0] == "track" for op in r[4]) and (not routed or r[2] == 17), r[0]
+    assert {r[3] for r in recs if any(op[0] == "routed" for op in r[4])} == {0, 1, 2}
     for name, _, _, mode, _, _ in recs:
         assert name.endswith(("-static", "-dynamic", "-heads")[mode]), (name, mode)
 
@@ -134,8 +153,8 @@ def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
     import nlmcodec
     from nlmcodec import _registry
 
-    default = "default-3"                  # the default model of the current format's vectors (format 16)
-    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 16
+    default = "default-3"                  # the default model of the current format's vectors (format 17)
+    assert default in _registry.default_model_names() and nlmcodec.FORMAT_VERSION == 17
     r = subprocess.run([sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp_path),
                         "--models", default, "--light-budget", str(lane.LIGHT_BUDGET)],
                        check=True, capture_output=True, text=True)
@@ -143,7 +162,8 @@ def test_light_file_keeps_the_default_model_in_heads_mode(tmp_path):
     light = {n for rec in read_blocks(tmp_path / "blocks_light.bin") if rec[1] == mfile and rec[3] == 2
              for n in rec[0].split("=")}
     v = nlmcodec.FORMAT_VERSION
-    assert {f"v{v}/short_english-{default}-heads", f"v{v}/alice_4k-{default}-heads"} <= light, r.stdout
+    assert {f"v{v}/short_english-{default}-heads", f"v{v}/alice_4k-{default}-heads",
+            f"v{v}/routed-{default}-heads"} <= light, r.stdout          # (its blocks route lines, §3.8)
     everything = {n for rec in read_blocks(tmp_path / "blocks.bin") for n in rec[0].split("=")}
     kept = {n for rec in read_blocks(tmp_path / "blocks_light.bin") for n in rec[0].split("=")}
     m = re.search(r"left out \(work over [^)]*\): (.*)$", r.stdout, re.M)

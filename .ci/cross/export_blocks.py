@@ -12,7 +12,13 @@ Output (all integers little-endian): DIR/blocks.bin and the model files it names
   blocks.bin = "NLMVBLKS" u32 nvectors, then per vector:
     u16 len, name; u16 len, model file name; u8 format version; u8 mode (NLM_MODE_*: 0 static, 1 dynamic,
     2 heads); u32 nops; ops: u8 0 = reset (nlm_codec_reset_for(version, mode))
-    | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes.
+    | u8 1 = block, u32 size, u32 payload length, payload, size decoded bytes
+    | u8 2 = track, u8 s: a tracked group's byte-model run of size class s starts (nlm_bytecoder_start)
+    | u8 3 = learn, u32 n, n bytes: the run learns bytes of the group that no word-model block of it codes
+      (nlm_bytecoder_feed: its stored, lzma and byte-model blocks)
+    | u8 4 = routed block, as 1: a format-17 word-model block with the run as its router (nlm_codec_set_router,
+      docs/format.md §3.8; its first payload byte is the route byte).
+Ops 2 to 4 are written only for the vectors that have a routed block.
 Every vector starts with a reset.  Vectors without a word-model block are left out (their blocks are
 stored, lzma or byte-model blocks: the byte model has its own cross-architecture check, lane.py's
 cm_driver step).  Vectors with identical word-model blocks are written once, named "A=B".
@@ -73,6 +79,32 @@ OLDER_SHARE = 0.01
 CARRY_LEFT_OUT = ("tiny-lstm", "tiny-nplm", "tiny-kn")
 
 
+class RunRecorder(_core.ByteCoder):
+    """A ByteCoder that logs a tracked group's run to Recorder.log: its start, and the bytes it decodes or is fed
+    (equivalent for its state: decoding a byte-model block learns its bytes as feeding them does, docs/format.md
+    §7.2); an untracked run is not logged (no word-model block has it as router)."""
+
+    def reset(self):
+        self.tracked = False
+        return super().reset()
+
+    def start_run(self, s):
+        self.tracked = True
+        Recorder.log.append(("track", int(s)))
+        return super().start_run(s)
+
+    def feed(self, data):
+        if getattr(self, "tracked", False):
+            Recorder.log.append(("learn", bytes(data)))
+        return super().feed(data)
+
+    def decode_block(self, payload, size):
+        data = super().decode_block(payload, size)
+        if getattr(self, "tracked", False):
+            Recorder.log.append(("learn", bytes(data)))
+        return data
+
+
 class Recorder(_core.Codec):
     """A Codec that logs the frame layer's calls; `log` is shared by every instance of one decode."""
     log = None
@@ -85,9 +117,13 @@ class Recorder(_core.Codec):
         Recorder.log.append(("reset", int(version), self.mode))
         return super().reset(version)
 
+    def set_router(self, bcoder, lines=True):
+        self.routed = bcoder is not None
+        return super().set_router(bcoder, lines)
+
     def decode_block(self, payload, size):
         data = super().decode_block(payload, size)
-        Recorder.log.append(("block", bytes(payload), data))
+        Recorder.log.append(("routed" if getattr(self, "routed", False) else "block", bytes(payload), data))
         return data
 
 
@@ -96,14 +132,17 @@ def record(frame):
     Recorder.log = []
     _registry.codec_pool.clear()          # fresh codecs, so each is a Recorder
     saved, _core.Codec = _core.Codec, Recorder
+    saved_bc, _core.ByteCoder = _core.ByteCoder, RunRecorder
     try:
         out = nlmcodec.decompress(frame, threads=1)
     finally:
-        _core.Codec = saved
+        _core.Codec, _core.ByteCoder = saved, saved_bc
         _registry.codec_pool.clear()
     news = [e for e in Recorder.log if e[0] == "new"]
     ops = [e for e in Recorder.log if e[0] != "new"]
-    if not any(e[0] == "block" for e in ops):
+    if not any(e[0] == "routed" for e in ops):          # the run matters only to routed blocks
+        ops = [e for e in ops if e[0] not in ("track", "learn")]
+    if not any(e[0] in ("block", "routed") for e in ops):
         return None, out
     assert len({(n[1].model_id, n[2]) for n in news}) == 1, "one model and mode per vector"
     version = nlmcodec.get_frame_info(frame).format_version
@@ -143,12 +182,16 @@ def main(argv=None):
         for op in ops:
             if op[0] == "reset":
                 body.append(b"\0")
+            elif op[0] == "track":
+                body.append(struct.pack("<BB", 2, op[1]))
+            elif op[0] == "learn":
+                body += [struct.pack("<BI", 3, len(op[1])), op[1]]
             else:
                 _, payload, data = op
-                body += [struct.pack("<BII", 1, len(data), len(payload)), payload, data]
+                body += [struct.pack("<BII", 1 if op[0] == "block" else 4, len(data), len(payload)), payload, data]
                 nblocks += 1
                 nbytes += len(data)
-        size = sum(len(op[2]) for op in ops if op[0] == "block")
+        size = sum(len(op[2]) for op in ops if op[0] in ("block", "routed"))
         older = version < nlmcodec.FORMAT_VERSION
         default_heads = model.model_id in default_ids and mode == _core.native.MODE_HEADS and not older
         carry = v.model in CARRY_LEFT_OUT and v.name.startswith(("fallback-", "news_64k-"))

@@ -5,7 +5,9 @@
  * model files beside it.  For each vector: decode every block payload and compare with the decoded bytes,
  * then re-encode every block from those bytes and compare with the payload; both passes start from a
  * reset and reset where the frame layer did (group starts), each with nlm_codec_reset_for(version, mode) of
- * the vector's frame: the options of a format and mode come from the core's table alone.  One codec per
+ * the vector's frame: the options of a format and mode come from the core's table alone.  A format-17 routed
+ * block (docs/format.md §3.8) is decoded and re-encoded with its tracked group's run as the codec's router: the
+ * run is started and fed the group's other bytes as the file says, once per pass.  One codec per
  * (model, static or adaptive), reused: dynamic and heads mode share one (reset_for reconfigures it).
  * The driver reads model files itself with explicit little-endian reads (load_model: the one function to
  * change when model creation changes), so a big-endian host gets the same numbers as x86-64.
@@ -133,7 +135,8 @@ typedef struct {
 #define MAX_SLOTS 64 /* (model, static or adaptive) pairs of one run: a codec each */
 
 typedef struct {
-    uint8_t kind; /* 0 reset (nlm_codec_reset_for the vector's version and mode), 1 block */
+    uint8_t kind; /* 0 reset (nlm_codec_reset_for the vector's version and mode), 1 block, 2 track (start the run of
+                   * size class `size`), 3 learn (the run is fed data[0..size)), 4 routed block */
     uint32_t size, plen;
     const uint8_t *payload, *data;
 } Op;
@@ -141,16 +144,46 @@ typedef struct {
 /* Decode then re-encode the ops of one vector; 0 when every byte matched (the first difference on stderr). */
 static int replay(NlmCodec* c, int version, int mode, const char* name, const Op* ops, uint32_t nops) {
     uint8_t* out = NULL;
+    NlmByteCoder* run = NULL; /* a tracked group's run (ops 2 to 4), made at the first, restarted by each op 2 */
     for (int pass = 0; pass < 2; pass++) {
         int bi = 0;
         for (uint32_t k = 0; k < nops; k++) {
             const Op* op = &ops[k];
+            if (op->kind == 2 && !run) {
+                int err = 0;
+                if (!(run = nlm_bytecoder_new(version, &err))) {
+                    fprintf(stderr, "%s: nlm_bytecoder_new(%d) failed: %s\n", name, version, nlm_error_name(err));
+                    free(out);
+                    return 1;
+                }
+            }
+            if (op->kind == 2 || op->kind == 3) {
+                int rc = !run ? NLM_ERR_STATE : op->kind == 2 ? nlm_bytecoder_reset(run) : NLM_OK;
+                if (rc == NLM_OK) rc = op->kind == 2 ? nlm_bytecoder_start(run, (int)op->size)
+                                                     : nlm_bytecoder_feed(run, op->data, op->size);
+                if (rc != NLM_OK) {
+                    fprintf(stderr, "%s: the run's %s failed: %s\n", name, op->kind == 2 ? "start" : "feed",
+                            nlm_error_name(rc));
+                    free(out);
+                    nlm_bytecoder_free(run);
+                    return 1;
+                }
+                continue;
+            }
+            const int routed = op->kind == 4;
+            if (routed && (!run || nlm_codec_set_router(c, run, op->plen ? op->payload[0] & 1 : 0) != NLM_OK)) {
+                fprintf(stderr, "%s: block %d: nlm_codec_set_router failed\n", name, bi);
+                free(out);
+                nlm_bytecoder_free(run);
+                return 1;
+            }
             if (op->kind == 0) {
                 int rc = nlm_codec_reset_for(c, version, mode);
                 if (rc != NLM_OK) {
                     fprintf(stderr, "%s: nlm_codec_reset_for(%d, %d) failed: %s\n", name, version, mode,
                             nlm_error_name(rc));
                     free(out);
+                    nlm_bytecoder_free(run);
                     return 1;
                 }
                 continue;
@@ -161,6 +194,7 @@ static int replay(NlmCodec* c, int version, int mode, const char* name, const Op
                 if (got != (int64_t)op->size || memcmp(out, op->data, op->size)) {
                     fprintf(stderr, "%s: block %d decodes differently (%lld)\n", name, bi, (long long)got);
                     free(out);
+                    nlm_bytecoder_free(run);
                     return 1;
                 }
             } else {
@@ -173,13 +207,16 @@ static int replay(NlmCodec* c, int version, int mode, const char* name, const Op
                     fprintf(stderr, "%s: block %d re-encodes differently (%zu bytes vs %u, first difference at %zu)\n",
                             name, bi, len, op->plen, i);
                     free(out);
+                    nlm_bytecoder_free(run);
                     return 1;
                 }
             }
+            if (routed) nlm_codec_set_router(c, NULL, 0);
             bi++;
         }
     }
     free(out);
+    nlm_bytecoder_free(run);
     return 0;
 }
 
@@ -219,8 +256,13 @@ int main(int argc, char** argv) {
         size_t vbytes = 0;
         for (uint32_t k = 0; k < nops; k++) {
             ops[k].kind = rd_u8(&r);
-            if (ops[k].kind > 1) r.bad = 1;
-            if (ops[k].kind != 1) continue;
+            if (ops[k].kind > 4) r.bad = 1;
+            if (ops[k].kind == 2) ops[k].size = rd_u8(&r);
+            if (ops[k].kind == 3) {
+                ops[k].size = rd_u32(&r);
+                ops[k].data = rd_take(&r, ops[k].size);
+            }
+            if (ops[k].kind != 1 && ops[k].kind != 4) continue;
             ops[k].size = rd_u32(&r);
             ops[k].plen = rd_u32(&r);
             ops[k].payload = rd_take(&r, ops[k].plen);
