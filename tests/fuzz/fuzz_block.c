@@ -3,7 +3,9 @@
  *
  * Input: byte 0 bit 0 = adapt (dynamic mode), bit 1 = a byte-model block instead of a word-model block,
  * bit 2 with bit 0 = heads mode (only the heads adapt, §6.5), bit 3 = the oldest format this build reads
- * (NLM_FORMAT_OLDEST) instead of the newest (NLM_FORMAT_VERSION), bytes 1-2 = block size - 1 (little-endian,
+ * (NLM_FORMAT_OLDEST) instead of the newest (NLM_FORMAT_VERSION), bit 4 (a word-model block of the newest
+ * format) = the first block of a tracked group, routed (§3.8): its router a run of size class 10 + bits 5-7
+ * (10..17, so a block can take a small run past its size), bytes 1-2 = block size - 1 (little-endian,
  * so 1 to 65,536 bytes: the largest word-model block), the rest = the payload.  The codec is reset for that
  * format in its mode (nlm_codec_reset_for; that format's byte coder ends its run), then the payload is
  * decoded; the decoder must return the block size or NLM_ERR_CORRUPT / NLM_ERR_DST_SIZE, and never touch
@@ -28,6 +30,7 @@
 
 static NlmCodec* codecs[3]; /* indexed by NLM_MODE_*: static, dynamic, heads */
 static NlmByteCoder* bytecoders[2]; /* the byte models of the oldest format read and of the newest */
+static NlmByteCoder* router;        /* a routed block's run (the newest format's byte model) */
 static uint8_t* dst;
 static uint8_t* model_dump; /* the model file, kept: the model reads its priming list in place (and LeakSanitizer
                              * sees it reachable at exit, not leaked) */
@@ -106,6 +109,10 @@ static void load_model(void) {
             exit(2);
         }
     }
+    if (!(router = nlm_bytecoder_new(NLM_FORMAT_VERSION, &err))) {
+        fprintf(stderr, "fuzz_block: nlm_bytecoder_new failed: %s\n", nlm_error_name(err));
+        exit(2);
+    }
     dst = malloc(1 << 16);
 }
 
@@ -119,6 +126,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int oldest = (data[0] >> 3) & 1, version = oldest ? NLM_FORMAT_OLDEST : NLM_FORMAT_VERSION;
     NlmByteCoder* bytecoder = bytecoders[!oldest];
     if ((byte_model ? nlm_bytecoder_reset(bytecoder) : nlm_codec_reset_for(c, version, mode)) < 0) abort();
+    const int routed = !byte_model && !oldest && (data[0] >> 4) & 1;
+    if (routed && (nlm_bytecoder_reset(router) < 0 || nlm_bytecoder_start(router, 10 + (data[0] >> 5)) < 0 ||
+                   nlm_codec_set_router(c, router, 0) < 0))
+        abort();
     /* the payload is copied to a buffer of its exact size, so ASan sees any read past its end */
     size_t n = size - 3;
     uint8_t* src = malloc(n ? n : 1);
@@ -126,6 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int64_t r = byte_model ? nlm_bytecoder_decode(bytecoder, src, n, dst, dst_len)
                            : nlm_decode_block(c, src, n, dst, dst_len);
     free(src);
+    if (routed) nlm_codec_set_router(c, NULL, 0);
     if (r != (int64_t)dst_len && r != NLM_ERR_CORRUPT && r != NLM_ERR_DST_SIZE) {
         fprintf(stderr, "fuzz_block: %s returned %lld (%s)\n", byte_model ? "nlm_bytecoder_decode" : "nlm_decode_block",
                 (long long)r, nlm_error_name((int)r));

@@ -75,7 +75,8 @@ def _frames():
 def _block_seeds():
     """C-target inputs: the first word-model or byte-model block of every golden frame (it decodes from the
     reset state), as flags byte (bit 0 adapt, bit 1 byte model, bit 2 heads mode, bit 3 the oldest format read
-    rather than the newest: fuzz_block.c), size - 1 (2 bytes), payload."""
+    rather than the newest, bit 4 a routed block of a tracked group, bits 5-7 its run's size class - 10:
+    fuzz_block.c), size - 1 (2 bytes), payload."""
     import nlmcodec
     from nlmcodec import _frame as F
 
@@ -88,10 +89,12 @@ def _block_seeds():
             continue
         if blk is None or blk[0] not in (F.BLOCK_MODEL, F.BLOCK_BYTE):
             continue
-        kind, _start, size, psize, p = blk
+        kind, start, size, psize, p = blk
+        routed = kind == F.BLOCK_MODEL and b[4] >= F.ROUTE_VERSION and start > 1 and start <= F.TRACK_MIN + 7
         if size <= F.MAX_MODEL_BLOCK and p + psize <= len(b):
             flags = (1 if adapt else 0) | (2 if kind == F.BLOCK_BYTE else 0) | (4 if adapt == F.HEADS else 0) | \
-                (8 if b[4] == F.READ_VERSIONS[0] < F.FORMAT_VERSION else 0)
+                (8 if b[4] == F.READ_VERSIONS[0] < F.FORMAT_VERSION else 0) | \
+                (16 | (start - F.TRACK_MIN) << 5 if routed else 0)
             yield name, bytes([flags]) + struct.pack("<H", size - 1) + b[p:p + psize]
 
 
