@@ -11,9 +11,9 @@
  * -> gap [-> literal gap run] -> advance the state -> [dynamic: update after every seg_len tokens].  With the
  * token cache (§3.6) the flag, class and word stages code with the network's frequencies mixed with it.
  *
- * Also owns the line route, measured for the next format behind nlm_lab.h's switch (encode_routed, decode_routed:
- * a tracked group's block whose lines the word model or the group's byte-model run codes, each line's route bit
- * before its tokens; docs/decisions/line-route.md), which drives the run and the route bits around step_token.
+ * Also owns the line route of format 17 (docs/format.md §3.8; encode_routed, decode_routed: a tracked group's
+ * block whose lines the word model or the group's byte-model run codes, each line's route bit before its tokens;
+ * docs/decisions/line-route.md), which drives the run and the route bits around step_token.
  *
  * Also owns the optional per-token trace (nlm_codec_trace, NlmTraceRec in nlm.h): step_token fills one
  * record per token from the frequencies it codes with; the trace only reads, so coding is unchanged.
@@ -113,7 +113,7 @@ struct NlmCodec {
     float* dists;         /* [dists_cap][C + NLM_NGAP] */
     size_t dists_cap;
     /* the line route (format 17, §3.8) */
-    int route_on;         /* nlm_codec_set_route: the line route may be used (no format has it yet) */
+    int route_on;         /* the line route may be used (format 17's rows; nlm_lab.h nlm_codec_set_route) */
     NlmByteCoder* router; /* nlm_codec_set_router: the tracked group's byte coder, or NULL */
     int route_lines;      /* the encoder's route byte with a router */
     RouteFlag route, route_saved;
@@ -780,7 +780,7 @@ static void fill_tok(const NlmCodec* c, const uint8_t* src, const NlmLexToken* l
     }
 }
 
-/* ---- the line route (measured for the next format, docs/decisions/line-route.md; nlm_lab.h) ----
+/* ---- the line route (format 17, docs/format.md §3.8; docs/decisions/line-route.md) ----
  * In a tracked group's word-model block whose route byte is 1, each token step starts with the route bit: does
  * the group's byte-model run code the line from here?  Its probability is P(a line starts here) x P(the run's |
  * a line starts here): the first from the gap mixer's node 13 (before the body; 1 where a line is known to start:

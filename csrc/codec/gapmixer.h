@@ -1,4 +1,5 @@
-/* gapmixer.h: the gap mixer of formats 14 and 15 (docs/format.md §3.7), a binary context-mixing model of the gap.
+/* gapmixer.h: the gap mixer of formats 14 to 17 (docs/format.md §3.7; node 13: §3.8), a binary context-mixing
+ * model of the gap.
  *
  * Owns: the gap symbol (docs/format.md §3.2 step 5) coded as up to 7 binary decisions, each predicted by an
  * integer logistic mixer of (a) the blended distribution of §3.3 (the network's gap head with the column-aware
@@ -21,7 +22,7 @@
 #define GM_NIN 16                /* inputs: the blended distribution, the contexts, a bias, padding */
 #define GM_TBITS 14              /* each context's table: 2^13 adaptive probabilities */
 #define GM_LINE 256              /* bytes of a line kept (columns past it read as absent) */
-#define GM_NODE_NL (GM_NODES + 6)  /* the line route (measured): does the next gap hold a '\n' (before the body) */
+#define GM_NODE_NL (GM_NODES + 6)  /* the line route (format 17, §3.8): does the next gap hold a '\n' (before the body) */
 #define GM_NODES_ALL (GM_NODES + 7) /* + the literal run's byte tree: END?, '\n', ' ', '\t', '\r', '\v' / '\f'; the
                                      * newline bit */
 #define GM_SETS_PER_NODE (5 * 2 * 8) /* run position (0 the symbol) x blank line so far x body class */
@@ -54,7 +55,7 @@ void gapmixer_reset(GapMixer* g, const GmTables* t);
  * one decision with P(1) = p1 / 4096 through the codec's coder (0 or a negative NLM_ERR_*); *bits (optional)
  * accumulates -log2 of the coded probabilities. */
 typedef int (*GmCodeBit)(void* ctx, int* bit, int p1);
-/* What is known of a gap before it is coded (the line route, measured: docs/decisions/line-route.md): its first
+/* What is known of a gap before it is coded (the line route, docs/format.md §3.8): its first
  * bytes pre[0..prelen), the end of a line the byte model coded (ending in '\n'). */
 typedef struct {
     const uint8_t* pre;
@@ -64,16 +65,16 @@ typedef struct {
 int gapmixer_allowed(const GmKnown* k);
 /* Code the gap symbol over the allowed symbols only: a node whose symbol is not allowed is not asked, and the last
  * allowed symbol is not asked either; the outside probability of a node is its symbol's share among the allowed
- * symbols left.  allowed = 0xFF: every symbol (formats 14 to 16). */
+ * symbols left.  allowed = 0xFF: every symbol (nothing of the gap known). */
 int gapmixer_code_allowed(GapMixer* g, const GmTables* t, const uint32_t* g_freqs, const uint8_t* body, int blen,
                           int allowed, int dec, int* sym, GmCodeBit code_bit, void* ctx, double* bits);
 /* A literal run (symbol 7) by the same mixer, byte by byte (its bytes join the history as they are coded): the
- * encoder passes buf[0..*len), the decoder receives them (at most maxlen).  kn (NULL: nothing known, formats 14
- * to 16): the first kn->prelen bytes are kn->pre and are not coded (nor is the end asked before them). */
+ * encoder passes buf[0..*len), the decoder receives them (at most maxlen).  kn (NULL: nothing known, as in formats
+ * 14 to 16): the first kn->prelen bytes are kn->pre and are not coded (nor is the end asked before them). */
 int gapmixer_code_run_known(GapMixer* g, const GmTables* t, const uint8_t* body, int blen, const GmKnown* kn,
                             int dec, uint8_t* buf, int* len, int maxlen, GmCodeBit code_bit, void* ctx,
                             double* bits);
-/* The line route (measured): the probability (12 bits) that the next gap holds a '\n', predicted before the
+/* The line route (format 17, §3.8): the probability (12 bits) that the next gap holds a '\n', predicted before the
  * token's body at node GM_NODE_NL in the contexts of a gap before an empty body, and its update once the gap is
  * known (d: the prediction's inputs, kept between the two; other decisions may come in between). */
 typedef struct GmPending GmPending;

@@ -153,14 +153,15 @@ class Codec:
         return check(self._c.decode_block(payload, size), "corrupt block")
 
     def lab_line_route(self, on: bool = True):
-        """Measurement: the line route of the next format (docs/decisions/line-route.md, nlm_lab.h
-        nlm_codec_set_route) on this context (after reset(); resets it).  No format has it yet."""
+        """Measurement: format 17's line route (docs/format.md §3.8, nlm_lab.h nlm_codec_set_route) on a context of
+        another format (after reset(); resets it), for variants measured before they become a format."""
         check(self._c.set_route(int(on)), "line route")
 
     def set_router(self, bcoder, lines: bool = True):
-        """With lab_line_route on: the next word-model blocks belong to a tracked group whose run is bcoder's (a
-        ByteCoder, or None: they do not; nlm_lab.h nlm_codec_set_router).  With a router the blocks' bytes are
-        learnt by its run as they are coded or decoded; lines: the encoder routes lines."""
+        """Format 17 (docs/format.md §3.8): the next word-model blocks belong to a tracked group whose run is
+        bcoder's (a ByteCoder, or None: they do not; nlm.h nlm_codec_set_router; reset() clears it).  With a router
+        each block starts with its route byte and its bytes are learnt by the run as they are coded or decoded;
+        lines (the encoder's route byte): lines may go to the run."""
         check(self._c.set_router(bcoder._b if bcoder is not None else None, int(lines)), "router")
 
     def route_byte_payload(self):
