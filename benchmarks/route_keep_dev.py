@@ -7,7 +7,7 @@ with the default model in the default mode: the summed frames for each threshold
 them (the route costs the decoder the byte model over every byte of a tracked group).  "no route" is format 16's
 policy (no group tracked for the route; its sizes only: its tracked groups' frames are not format 17's).
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/route_keep_dev.py [--per-source 200000 --cap 64000] [-o FILE.md]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/route_keep_dev.py [--per-source 200000 --cap 64000] [--keeps ...] [-o FILE.md]
 """
 import argparse
 import pathlib
@@ -22,7 +22,7 @@ import common  # noqa: E402
 import nlmcodec  # noqa: E402
 from nlmcodec import _encode, _frame  # noqa: E402
 
-KEEPS = [None, 0.97, 0.99, 1.0, float("inf")]      # None: no route (format 16's policy); inf: every group routed
+KEEPS = [None]      # None: no route (format 16's policy); then --keeps (inf: every group routed)
 
 
 def label(k):
@@ -52,11 +52,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-source", type=int, default=200000)
     ap.add_argument("--cap", type=int, default=64000)
+    ap.add_argument("--keeps", default="0.97,0.98,0.99,1.0,inf", help="thresholds after no route (inf: always)")
     ap.add_argument("-o", "--out", type=pathlib.Path)
     a = ap.parse_args()
+    KEEPS[1:] = [float(k) for k in a.keeps.split(",")]
     smp = common.sample(a.per_source, a.cap)
     lines = [f"# The route probe's threshold on dev (`python benchmarks/route_keep_dev.py --per-source {a.per_source} "
-             f"--cap {a.cap}`)", "",
+             f"--cap {a.cap} --keeps {a.keeps}`)", "",
              "Each document one file; frame bytes summed per source (change against no route), decode CPU seconds, "
              "documents tracked for the route.", "",
              "| source | docs | bytes | " + " | ".join(label(k) for k in KEEPS) + " |",
