@@ -1,10 +1,12 @@
 """test_format_reader.py: docs/format.md §1–§6 and §9 are complete: tests/format_reader.py, a second reader
 written from that text alone (numpy float32 and Python integers, no code shared with csrc/), decodes the
-word-model blocks of the golden vectors of formats 13 to 16 (codec/vectors/vectorset.py) to the vectors' bytes.
-The word-model blocks of formats 15 and 16 are format 14's (format 15 changed the encoder and added tracked
-groups, §7.2, format 16 the byte model, §9.7; neither is this reader's): a format-14 or format-15 vector whose
-word-model blocks a format-16 vector of the same model and mode holds byte for byte is decoded once, as the
-format-16 vector.
+word-model blocks of the golden vectors of formats 13 to 17 (codec/vectors/vectorset.py) to the vectors' bytes.
+The word-model blocks of formats 15 and 16, and of format 17's untracked groups, are format 14's (format 15
+changed the encoder and added tracked groups, §7.2, format 16 the byte model, §9.7; neither is this reader's): a
+format-14 to 16 vector whose word-model blocks a format-17 vector of the same model and mode holds byte for byte
+is decoded once, as the format-17 vector.  Not read yet: format 17's routed blocks (routed(): a tracked group's
+word-model blocks, §3.8, which need byte model 2 and token steps without a coder); where the current format's
+fallback-* or news_64k-* vector is routed, format 16's stands for it (newest_read()).
 
 Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
 the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the

@@ -57,7 +57,7 @@ EARLY_MIN = 2 * (64 << 10)    # word-model bytes before the byte model may end t
 EARLY_RATIO = 0.97            # ... by coding at most this x the word model's bits per byte so far
 EARLY_STRONG = 0.8            # or, over whatever the hold covers, at most this x (dev: never below 1.079x)
 TRACK_RATIO = 1.2             # a cold byte model within this x the word model on the first block: code alongside
-ROUTE_KEEP = 0.99             # (format 17) the route saves 1% of the first word-model block's bits: code alongside
+ROUTE_KEEP = 0.98             # (format 17) the route saves 2% of the first word-model block's probe: code alongside
 SWITCH_RATIO = 0.95           # a tracked group's block goes to the byte model when at most this x the word model
                               # (the word model then misses the block: benchmarks/skip_cost.md)
 BLOCK_SIZE = F.MAX_MODEL_BLOCK     # input bytes per block (the format allows no larger word-model block)
