@@ -228,13 +228,14 @@ def _one_group(codec, model, adapt, data):
 
 
 @pytest.mark.slow
-def test_byte_model_alongside_ends_the_word_model_early(default_model, byte_model_1):
+def test_byte_model_alongside_ends_the_word_model_early(default_model, byte_model_1, monkeypatch):
     """news (Calgary), static: the byte model runs alongside from the first block (TRACK_RATIO), so the group
     is tracked (docs/format.md §7.2); the word model keeps the blocks it wins, and once the byte model, which
     has learnt every byte, is ahead over EARLY_MIN bytes of blocks both coded, the word model is not tried on
     the rest of the group: its blocks come first, then only byte-model blocks, and it never codes the group's
     last blocks.  (Not dynamic mode: there the word model wins news.)  default-2 and byte model 1, the models
     these rules were set with."""
+    monkeypatch.setattr(_encode, "ROUTE", False)      # format 13's codec: the hold's rules, no line route (§3.8)
     data = cc.read(cc.find("news"))
     model = nlmcodec.load_model("default-2")
     codec, calls = _counting_codec(model, False, RULES_FORMAT)
@@ -257,11 +258,13 @@ def test_byte_model_far_ahead_ends_the_word_model_at_the_hold(default_model, mon
     pass the word model codes the hold's blocks: the byte model's verdict comes after them).  The group is
     the byte model's, and the file round-trips."""
     monkeypatch.setattr(_encode, "_probe_says_model", lambda codec, block: True)
+    monkeypatch.setattr(_encode, "ROUTE", False)      # format 13's codec: the hold's rules, no line route (§3.8)
     data = cc.read(cc.find("zlib-source.c"))
     codec, calls = _counting_codec(default_model, True, RULES_FORMAT)
     g, frame, blocks = _one_group(codec, default_model, True, data)
     assert not g.used and blocks[0][1] > 1 and {k for k, *_ in blocks} == {_encode.F.BLOCK_BYTE}
     assert sum(calls) <= _encode.HOLD + B, calls                    # the hold's blocks (the probe is off)
+    monkeypatch.setattr(_encode, "ROUTE", True)       # the format this build writes (its tracked groups route)
     assert nlmcodec.decompress(nlmcodec.compress(data, model=default_model)) == data
 
 

@@ -5,8 +5,8 @@ The word-model blocks of formats 15 and 16, and of format 17's untracked groups,
 changed the encoder and added tracked groups, §7.2, format 16 the byte model, §9.7; neither is this reader's): a
 format-14 to 16 vector whose word-model blocks a format-17 vector of the same model and mode holds byte for byte
 is decoded once, as the format-17 vector.  Not read yet: format 17's routed blocks (routed(): a tracked group's
-word-model blocks, §3.8, which need byte model 2 and token steps without a coder); where the current format's
-fallback-* or news_64k-* vector is routed, format 16's stands for it (newest_read()).
+word-model blocks, §3.8, which need byte model 2 and token steps without a coder), format 17's news_64k-* among
+them (its fallback-* carry the context across blocks).
 
 Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
 the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the
@@ -84,22 +84,13 @@ def routed(v):
     return False
 
 
-def newest_read(name):
-    """The format whose vector of this name (input-model-mode) stands for the newest: the current format's, or
-    where that one routes lines (routed()), the one before's (format 16: the same blocks without the route)."""
-    for ver in (nlmcodec.FORMAT_VERSION, nlmcodec.FORMAT_VERSION - 1):
-        key = f"v{ver}/{name}"
-        if key in VS.manifest()["ok"] and not routed(VS.ok_vector(key)):
-            return ver
-    return None
-
-
 def heavy_read(v, dflt):
-    """Whether a fallback-* or news_64k-* vector is read: the newest format's (newest_read), the default model's
-    in heads mode (the default mode) and the tiny model's in dynamic mode (for time: the default model's dynamic
-    ones take minutes, its static ones half a minute each)."""
-    return ((v.model == dflt and v.adapt == "heads") or (v.model == "tiny" and v.adapt is True)) and \
-        v.format_version == newest_read(v.name)
+    """Whether a fallback-* or news_64k-* vector is read: the current format's, the default model's in heads mode
+    (the default mode) and the tiny model's in dynamic mode (for time: the default model's dynamic ones take
+    minutes, its static ones half a minute each); format 17's news_64k-* route lines (routed()): its fallback-*
+    carry the context across blocks for it."""
+    return v.format_version == nlmcodec.FORMAT_VERSION and (
+        (v.model == dflt and v.adapt == "heads") or (v.model == "tiny" and v.adapt is True))
 
 
 VECTORS = [v for ver, dflt in DEFAULT_OF.items() for v in VS.ok_vectors(ver) if v.model in TINY + (dflt,)
@@ -139,11 +130,10 @@ def test_there_are_vectors_of_every_model_and_mode(version):
     for adapt in (True, "heads"):    # word-model blocks on both sides of a byte-model block; two blocks of 64 KiB
         name = VS.ADAPT_NAMES[adapt]
         model = "tiny" if adapt is True else dflt
-        for heavy in (f"fallback-{model}-{name}", f"news_64k-{model}-{name}"):
-            if version == nlmcodec.FORMAT_VERSION:
-                assert f"v{newest_read(heavy)}/{heavy}" in SLOW, heavy
-            else:
-                assert f"v{version}/{heavy}" not in {v.key for v in VECTORS}, heavy
+        heavy = {f"v{version}/fallback-{model}-{name}", f"v{version}/news_64k-{model}-{name}"}
+        read = {k for k in heavy if not routed(VS.ok_vector(k))} if version == nlmcodec.FORMAT_VERSION else set()
+        assert (read or version < nlmcodec.FORMAT_VERSION) and read <= SLOW, (adapt, read)
+        assert not (heavy - read) & {v.key for v in VECTORS}, (adapt, heavy - read)
     assert all((v.key in SLOW) == (version < nlmcodec.FORMAT_VERSION) for v in quick)
 
 
