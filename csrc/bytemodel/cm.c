@@ -28,12 +28,28 @@
  * byte-model speller (§5.4, cm_new_speller: fixed sizes, a ring history; cm_see appends a byte without
  * touching a table, cm_code_byte codes one, looking its contexts up first).
  */
+#define _DEFAULT_SOURCE /* before any header: MAP_ANON of <sys/mman.h> under -std=c11 (glibc) */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "bytemodel/cm.h"
 #include "kernels/kern.h" /* the mixers' integer kernels */
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Big tables from the system's page allocator where there is one (see table_new); sanitizer builds keep them on
+ * the C heap, where an overrun of a table is seen. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CM_TABLES_ON_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define CM_TABLES_ON_HEAP 1
+#endif
+#if !defined(CM_TABLES_ON_HEAP) && (defined(__unix__) || defined(__APPLE__))
+#include <sys/mman.h>
+#define CM_TABLES_MAPPED 1
+#endif
 
 /* ---- fixed design constants (format constants: docs/format.md §9.2) ---- */
 enum {
@@ -287,19 +303,73 @@ static inline uint32_t match_slot(const CmModel* m, uint64_t c8) {
     return hash64(c8 & 0xFFFFFFFFFFFFull, 0x1234567u) >> (32 - m->mbits);
 }
 
+/* ---------------------------------------------------------------- the tables' memory */
+
+/* A model's tables of at least this many bytes are mapped pages of their own (POSIX mmap): they go back to the
+ * system when the model is freed, and come zeroed and untouched.  From the C heap, a process that decodes many small
+ * frames (a byte-model run each, 2 to 70 MB of tables) kept the freed tables' pages: glibc serves blocks under its
+ * adaptive mmap threshold from the heap and returns little of it (issue 42: RSS grew by hundreds of MB over 2,400
+ * damaged frames).  A speed and memory setting only: the tables' contents do not depend on it. */
+#define TABLE_MAPPED_MIN ((size_t)256 << 10)
+
+/* n bytes of a table, zeroed (zero) or with any content the model writes before it reads; NULL without memory. */
+static void* table_new(size_t n, int zero) {
+#ifdef CM_TABLES_MAPPED
+    if (n >= TABLE_MAPPED_MIN) {
+        void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+#endif
+    return zero ? calloc(n, 1) : malloc(n);
+}
+
+/* A table of n bytes from table_new (or NULL). */
+static void table_free(void* p, size_t n) {
+    if (!p) return;
+#ifdef CM_TABLES_MAPPED
+    if (n >= TABLE_MAPPED_MIN) {
+        munmap(p, n);
+        return;
+    }
+#else
+    (void)n;
+#endif
+    free(p);
+}
+
+/* The tables' sizes in bytes: one place for cm_alloc, cm_free, cm_copy and cm_memory. */
+static size_t slots_bytes(const CmModel* m) { return (size_t)16 << m->tbits; }
+static size_t hist_bytes(const CmModel* m) { return (size_t)m->hmask + 1; }
+static size_t match_bytes(const CmModel* m) { return (size_t)4 << m->mbits; }
+static size_t mchk_bytes(const CmModel* m) { return (size_t)1 << m->mbits; }
+static size_t w1_bytes(const CmModel* m) { return sizeof(int32_t) * 256 * m->ninp; }
+static size_t w2_bytes(const CmModel* m) { return sizeof(int32_t) * M2_SETS * m->ninp; }
+static size_t w3_bytes(const CmModel* m) { return sizeof(int32_t) * M3_SETS * m->ninp; }
+static size_t w4_bytes(const CmModel* m) { return sizeof(int32_t) * M4_SETS * m->ninp; }
+static size_t run_bytes(const CmModel* m) { return (size_t)4 << m->rbits; }
+enum {
+    O1_BYTES = 65536,
+    APM1_BYTES = sizeof(uint16_t) * 256 * APM_N,
+    APM2_BYTES = sizeof(uint16_t) * 65536 * APM_N,
+    APM2_SET_BYTES = 65536 / 8,
+    WF_BYTES = sizeof(int32_t) * 256 * 4,
+    APM3_BYTES = sizeof(uint16_t) * APM_N << APM3_BITS,
+    APM3_SET_BYTES = (1 << APM3_BITS) / 8,
+};
+
 /* ---------------------------------------------------------------- model */
 
 /* Every adaptive table to its initial content, the history empty. */
 static void cm_clear(CmModel* m) {
-    if (m->used) { /* fresh tables come zeroed from calloc, untouched (a small run costs little) */
-        memset(m->slots, 0, (size_t)16 << m->tbits);
-        memset(m->o1, 0, 65536);
-        memset(m->mt, 0, (size_t)4 << m->mbits);
-        memset(m->mchk, 0, (size_t)1 << m->mbits);
-        memset(m->apm2_set, 0, 65536 / 8);
+    if (m->used) { /* fresh tables come zeroed from table_new, untouched (a small run costs little) */
+        memset(m->slots, 0, slots_bytes(m));
+        memset(m->o1, 0, O1_BYTES);
+        memset(m->mt, 0, match_bytes(m));
+        memset(m->mchk, 0, mchk_bytes(m));
+        memset(m->apm2_set, 0, APM2_SET_BYTES);
         if (m->model == CM_MODEL_2) {
-            memset(m->run, 0, (size_t)4 << m->rbits);
-            memset(m->apm3_set, 0, ((size_t)1 << APM3_BITS) / 8);
+            memset(m->run, 0, run_bytes(m));
+            memset(m->apm3_set, 0, APM3_SET_BYTES);
         }
         m->used = 0;
     }
@@ -353,26 +423,26 @@ static CmModel* cm_alloc(int size, int model, int hbits, int tbits, int mbits, i
     m->tbits = tbits;
     m->mbits = mbits;
     m->hmask = (uint32_t)(((uint64_t)1 << hbits) - 1);
-    m->slots = (uint8_t*)calloc((size_t)1 << m->tbits, 16);
-    m->o1 = (uint8_t*)calloc(65536, 1);
-    m->buf = (uint8_t*)malloc((size_t)1 << hbits);
-    m->mt = (uint32_t*)calloc((size_t)1 << m->mbits, 4);
-    m->mchk = (uint8_t*)calloc((size_t)1 << m->mbits, 1);
-    m->apm2_set = (uint8_t*)calloc(65536 / 8, 1);
-    m->w1 = (int32_t*)malloc(sizeof(int32_t) * 256 * m->ninp);
-    m->w2 = (int32_t*)malloc(sizeof(int32_t) * M2_SETS * m->ninp);
-    m->apm1 = (uint16_t*)malloc(sizeof(uint16_t) * 256 * APM_N);
-    m->apm2 = (uint16_t*)malloc(sizeof(uint16_t) * 65536 * APM_N);
+    m->slots = (uint8_t*)table_new(slots_bytes(m), 1);
+    m->o1 = (uint8_t*)table_new(O1_BYTES, 1);
+    m->buf = (uint8_t*)table_new(hist_bytes(m), 0);
+    m->mt = (uint32_t*)table_new(match_bytes(m), 1);
+    m->mchk = (uint8_t*)table_new(mchk_bytes(m), 1);
+    m->apm2_set = (uint8_t*)table_new(APM2_SET_BYTES, 1);
+    m->w1 = (int32_t*)table_new(w1_bytes(m), 0);
+    m->w2 = (int32_t*)table_new(w2_bytes(m), 0);
+    m->apm1 = (uint16_t*)table_new(APM1_BYTES, 0);
+    m->apm2 = (uint16_t*)table_new(APM2_BYTES, 0);
     if (!m->slots || !m->o1 || !m->buf || !m->mt || !m->mchk || !m->w1 || !m->w2 || !m->apm1 || !m->apm2 || !m->apm2_set)
         goto nomem;
     if (model == CM_MODEL_2) {
         m->rbits = size - 1 < RUN_MAXBITS ? size - 1 : RUN_MAXBITS;
-        m->w3 = (int32_t*)malloc(sizeof(int32_t) * M3_SETS * m->ninp);
-        m->w4 = (int32_t*)malloc(sizeof(int32_t) * M4_SETS * m->ninp);
-        m->wf = (int32_t*)malloc(sizeof(int32_t) * 256 * 4);
-        m->run = (uint32_t*)calloc((size_t)1 << m->rbits, 4);
-        m->apm3 = (uint16_t*)malloc(sizeof(uint16_t) * APM_N << APM3_BITS);
-        m->apm3_set = (uint8_t*)calloc(((size_t)1 << APM3_BITS) / 8, 1);
+        m->w3 = (int32_t*)table_new(w3_bytes(m), 0);
+        m->w4 = (int32_t*)table_new(w4_bytes(m), 0);
+        m->wf = (int32_t*)table_new(WF_BYTES, 0);
+        m->run = (uint32_t*)table_new(run_bytes(m), 1);
+        m->apm3 = (uint16_t*)table_new(APM3_BYTES, 0);
+        m->apm3_set = (uint8_t*)table_new(APM3_SET_BYTES, 1);
         if (!m->w3 || !m->w4 || !m->wf || !m->run || !m->apm3 || !m->apm3_set) goto nomem;
     }
     build_tables(m);
@@ -420,15 +490,15 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     dst->w3 = w3, dst->w4 = w4, dst->wf = wf, dst->run = run, dst->apm3 = apm3, dst->apm3_set = apm3_set;
     dst->slots = slots, dst->o1 = o1, dst->buf = buf, dst->mt = mt, dst->mchk = mchk, dst->w1 = w1, dst->w2 = w2;
     dst->apm1 = apm1, dst->apm2 = apm2, dst->apm2_set = apm2_set;
-    memcpy(dst->slots, src->slots, (size_t)16 << src->tbits);
-    memcpy(dst->o1, src->o1, 65536);
-    memcpy(dst->buf, src->buf, (size_t)src->hmask + 1);
-    memcpy(dst->mt, src->mt, (size_t)4 << src->mbits);
-    memcpy(dst->mchk, src->mchk, (size_t)1 << src->mbits);
-    memcpy(dst->w1, src->w1, sizeof(int32_t) * 256 * src->ninp);
-    memcpy(dst->w2, src->w2, sizeof(int32_t) * M2_SETS * src->ninp);
-    memcpy(dst->apm1, src->apm1, sizeof(uint16_t) * 256 * APM_N);
-    memcpy(dst->apm2_set, src->apm2_set, 65536 / 8);
+    memcpy(dst->slots, src->slots, slots_bytes(src));
+    memcpy(dst->o1, src->o1, O1_BYTES);
+    memcpy(dst->buf, src->buf, hist_bytes(src));
+    memcpy(dst->mt, src->mt, match_bytes(src));
+    memcpy(dst->mchk, src->mchk, mchk_bytes(src));
+    memcpy(dst->w1, src->w1, w1_bytes(src));
+    memcpy(dst->w2, src->w2, w2_bytes(src));
+    memcpy(dst->apm1, src->apm1, APM1_BYTES);
+    memcpy(dst->apm2_set, src->apm2_set, APM2_SET_BYTES);
     for (int r = 0; r < 65536; r++) /* only the rows in use hold values */
         if (src->apm2_set[r >> 3] >> (r & 7) & 1)
             memcpy(dst->apm2 + (size_t)r * APM_N, src->apm2 + (size_t)r * APM_N, sizeof src->apm_row);
@@ -436,11 +506,11 @@ int cm_copy(CmModel* dst, const CmModel* src) {
     dst->wsel1 = dst->w1 + (src->wsel1 ? src->wsel1 - src->w1 : 0);
     dst->wsel2 = dst->w2 + (src->wsel2 ? src->wsel2 - src->w2 : 0);
     if (src->model == CM_MODEL_2) {
-        memcpy(dst->w3, src->w3, sizeof(int32_t) * M3_SETS * src->ninp);
-        memcpy(dst->w4, src->w4, sizeof(int32_t) * M4_SETS * src->ninp);
-        memcpy(dst->wf, src->wf, sizeof(int32_t) * 256 * 4);
-        memcpy(dst->run, src->run, (size_t)4 << src->rbits);
-        memcpy(dst->apm3_set, src->apm3_set, ((size_t)1 << APM3_BITS) / 8);
+        memcpy(dst->w3, src->w3, w3_bytes(src));
+        memcpy(dst->w4, src->w4, w4_bytes(src));
+        memcpy(dst->wf, src->wf, WF_BYTES);
+        memcpy(dst->run, src->run, run_bytes(src));
+        memcpy(dst->apm3_set, src->apm3_set, APM3_SET_BYTES);
         for (size_t r = 0; r < (size_t)1 << APM3_BITS; r++)
             if (src->apm3_set[r >> 3] >> (r & 7) & 1)
                 memcpy(dst->apm3 + r * APM_N, src->apm3 + r * APM_N, sizeof src->apm_row);
@@ -453,22 +523,22 @@ int cm_copy(CmModel* dst, const CmModel* src) {
 
 void cm_free(CmModel* m) {
     if (!m) return;
-    free(m->slots);
-    free(m->o1);
-    free(m->buf);
-    free(m->mt);
-    free(m->mchk);
-    free(m->w1);
-    free(m->w2);
-    free(m->apm1);
-    free(m->apm2);
-    free(m->apm2_set);
-    free(m->w3);
-    free(m->w4);
-    free(m->wf);
-    free(m->run);
-    free(m->apm3);
-    free(m->apm3_set);
+    table_free(m->slots, slots_bytes(m));
+    table_free(m->o1, O1_BYTES);
+    table_free(m->buf, hist_bytes(m));
+    table_free(m->mt, match_bytes(m));
+    table_free(m->mchk, mchk_bytes(m));
+    table_free(m->w1, w1_bytes(m));
+    table_free(m->w2, w2_bytes(m));
+    table_free(m->apm1, APM1_BYTES);
+    table_free(m->apm2, APM2_BYTES);
+    table_free(m->apm2_set, APM2_SET_BYTES);
+    table_free(m->w3, w3_bytes(m));
+    table_free(m->w4, w4_bytes(m));
+    table_free(m->wf, WF_BYTES);
+    table_free(m->run, run_bytes(m));
+    table_free(m->apm3, APM3_BYTES);
+    table_free(m->apm3_set, APM3_SET_BYTES);
     free(m);
 }
 
@@ -479,11 +549,10 @@ int cm_size_class(uint64_t run_size) {
 }
 
 size_t cm_memory(const CmModel* m) {
-    size_t b = sizeof *m + ((size_t)16 << m->tbits) + 65536 + ((size_t)m->hmask + 1) + ((size_t)5 << m->mbits)
-               + sizeof(int32_t) * (256 + M2_SETS) * m->ninp + sizeof(uint16_t) * (256 + 65536) * APM_N + 65536 / 8;
+    size_t b = sizeof *m + slots_bytes(m) + O1_BYTES + hist_bytes(m) + match_bytes(m) + mchk_bytes(m) + w1_bytes(m)
+               + w2_bytes(m) + APM1_BYTES + APM2_BYTES + APM2_SET_BYTES;
     if (m->model == CM_MODEL_2)
-        b += sizeof(int32_t) * ((M3_SETS + M4_SETS) * m->ninp + 256 * 4) + ((size_t)4 << m->rbits)
-             + (sizeof(uint16_t) * APM_N << APM3_BITS) + ((size_t)1 << APM3_BITS) / 8;
+        b += w3_bytes(m) + w4_bytes(m) + WF_BYTES + run_bytes(m) + APM3_BYTES + APM3_SET_BYTES;
     return b;
 }
 
