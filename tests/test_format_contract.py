@@ -38,6 +38,12 @@ ALLOWED = {
     "__has_include": "compiler",
     "__FAST_MATH__": "refused build (#error)", "_M_FP_FAST": "refused build (#error)",
     "FLT_EVAL_METHOD": "refused build (#error / static assertion)",
+    "__unix__": "platform", "__APPLE__": "platform", "__has_feature": "compiler",
+    "__SANITIZE_ADDRESS__": "sanitizer build (where bytemodel/cm.c's tables' memory comes from, not their contents)",
+    "address_sanitizer": "sanitizer build (as __SANITIZE_ADDRESS__)",
+    "CM_ASAN_BUILD": "bytemodel/cm.c: defined from address_sanitizer only",
+    "CM_TABLES_MAPPED": "bytemodel/cm.c: defined from the platform and sanitizer macros only; where the tables' "
+                        "memory comes from (mapped pages or the C heap), never their contents",
     "NLM_SELFTEST_PERTURB_ROUNDING": "test-only build whose self-test fails: it refuses to create any model or "
                                      "codec, so it never writes a byte (tests/test_selftest.py)",
 }

@@ -28,7 +28,6 @@
  * byte-model speller (§5.4, cm_new_speller: fixed sizes, a ring history; cm_see appends a byte without
  * touching a table, cm_code_byte codes one, looking its contexts up first).
  */
-#define _DEFAULT_SOURCE /* before any header: MAP_ANON of <sys/mman.h> under -std=c11 (glibc) */
 #include "common/fpenv.h" /* first: FP contraction off, FP environment guard */
 #include "bytemodel/cm.h"
 #include "kernels/kern.h" /* the mixers' integer kernels */
@@ -36,17 +35,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Big tables from the system's page allocator where there is one (see table_new); sanitizer builds keep them on
- * the C heap, where an overrun of a table is seen. */
+/* CM_TABLES_MAPPED: a model's big tables are pages mapped from the system (table_new) on POSIX systems, except in
+ * AddressSanitizer builds, which keep them on the C heap, where an overrun of a table is seen.  Where the tables'
+ * memory comes from, never their contents. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define CM_TABLES_ON_HEAP 1
+#define CM_ASAN_BUILD 1
 #endif
 #endif
-#if defined(__SANITIZE_ADDRESS__)
-#define CM_TABLES_ON_HEAP 1
-#endif
-#if !defined(CM_TABLES_ON_HEAP) && (defined(__unix__) || defined(__APPLE__))
+#if (defined(__unix__) || defined(__APPLE__)) && !defined(__SANITIZE_ADDRESS__) && !defined(CM_ASAN_BUILD)
 #include <sys/mman.h>
 #define CM_TABLES_MAPPED 1
 #endif
@@ -307,7 +304,7 @@ static inline uint32_t match_slot(const CmModel* m, uint64_t c8) {
 
 /* A model's tables of at least this many bytes are mapped pages of their own (POSIX mmap): they go back to the
  * system when the model is freed, and come zeroed and untouched.  From the C heap, a process that decodes many small
- * frames (a byte-model run each, 2 to 70 MB of tables) kept the freed tables' pages: glibc serves blocks under its
+ * frames (a byte-model run each, 5 to 103 MB of tables) kept the freed tables' pages: glibc serves blocks under its
  * adaptive mmap threshold from the heap and returns little of it (issue 42: RSS grew by hundreds of MB over 2,400
  * damaged frames).  A speed and memory setting only: the tables' contents do not depend on it. */
 #define TABLE_MAPPED_MIN ((size_t)256 << 10)

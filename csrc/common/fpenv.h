@@ -13,11 +13,15 @@
  *    x86: MXCSR = 0x1F80.  AArch64: FPCR = 0 (RMode RN, FZ = FZ16 = 0, DN = 0, AHP = 0, traps off,
  *    FEAT_AFP AH = FIZ = 0).  Elsewhere (s390x, ppc64, ...): the C99 rounding mode, set to FE_TONEAREST
  *    (those targets have no flush-to-zero in their default user mode).
+ *  - the feature-test macro _DEFAULT_SOURCE, which must come before any system header: glibc's POSIX names under
+ *    -std=c11 (MAP_ANON for bytemodel/cm.c's mapped tables).
  * A host process that changed the environment (a library linked with crtfastmath.o, an audio plugin, ...)
  * must not change the bytes we write; csrc/codec/selftest.c checks the result at codec creation.
  */
 #ifndef NLM_FPENV_H
 #define NLM_FPENV_H
+
+#define _DEFAULT_SOURCE 1 /* before any system header (see above) */
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
