@@ -145,7 +145,8 @@ ENGLISH_FILES = ("book1", "book2", "plrabn12.txt", "lcet10.txt", "news", "alice2
 
 @pytest.mark.slow
 def test_threads_identical_frames_default_groups(tiny_model):
-    """The shipped group size (4 MiB): 1 and 2 threads write the same frame, both decode it (the thread counts
+    """The shipped group size (4 MiB): 1 and 2 threads write the same frame, which 2 threads decode (one thread
+    decodes frames of several default groups in the corpus round trip: bible.txt, dickens; the thread counts
     against the group count, 1, 2, 3 and 8 threads, in every mode, are test_thread_count_does_not_change_the_frame's;
     here the default mode: where the groups are cut does not depend on the mode, and a minute per mode is CI's
     time).  English (the corpus's), which the tiny model codes: the group after the cut is a word-model group,
@@ -158,8 +159,7 @@ def test_threads_identical_frames_default_groups(tiny_model):
     f = frames[1]
     kinds = _group_kinds(nlmcodec.get_frame_info(f))
     assert len(kinds) == 2 and "model" in kinds[1], kinds
-    for t in (1, 2):
-        assert nlmcodec.decompress(f, threads=t) == data
+    assert nlmcodec.decompress(f, threads=2) == data
 
 
 @pytest.mark.slow
