@@ -267,11 +267,12 @@ class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = MallInfo2
-def allocated():
-    # bytes the C heap has handed out and not taken back (the heap's and its mapped blocks): what the process holds,
-    # without the free pages an allocator keeps
+def held():
+    # memory the process holds, without the free pages the C heap keeps: the heap's bytes in use, and every mapping
+    # outside the heap (the C heap's big blocks, the byte model's mapped tables, ...) at its whole size, touched or not
     m = libc.mallinfo2()
-    return (m.uordblks + m.hblkhd) / 2 ** 20
+    vm_data = int(open("/proc/self/statm").read().split()[5]) * 4096
+    return (m.uordblks + vm_data - m.arena) / 2 ** 20
 
 text = open(__import__("sys").argv[1], "rb").read()
 frames = [nlmcodec.compress(text, adapt=a) for a in (False, True, "heads")]
@@ -301,20 +302,20 @@ for i in range(1300):
         # memory()): what is left is what the calls left behind
         _registry.codec_pool.clear()
         gc.collect()
-        marks[i] = allocated()
+        marks[i] = held()
 print(json.dumps({"fails": fails, "harmless": harmless, "wrong": wrong, "max_pooled": max(pooled), "min_pooled_late": min(pooled[30:600]),
                   "truncated_growth_mb": marks[299] - marks[29], "mixed_growth_mb": marks[1299] - marks[599]}))
 """
 
 
 def test_damaged_frames_give_their_codecs_back(tmp_path):
-    """Issue 42: a truncated frame kept its codec out of the pool, and every call built a new one (200 calls:
-    +1 GB RSS).  300 truncated frames of the default model in the three modes, then 1,000 truncated or bit-flipped
-    ones, each fail with NLMError (or, a flip no check can see, decode right); their codecs go back to the pool every time (one per mode from the first calls
-    on, never more than its bound); the RSS grows by at most 40 MB over the truncated calls after the first 30;
-    over the last 700 calls, the memory allocated and not freed, the pooled codecs dropped, by at most 8 MB (RSS
-    would count the pages the C heap keeps, and a pooled codec that decoded a damaged block has touched more of its
-    tables: at most its memory())."""
+    """Issue 42: a truncated frame kept its codec out of the pool, and every call built a new one (200 calls: +1 GB
+    RSS). 300 truncated frames of the default model in the three modes, then 1,000 truncated or bit-flipped ones,
+    each fail with NLMError (or, a flip no check can see, decode right); their codecs go back to the pool every time
+    (one per mode from the first calls on, never more than its bound); the RSS grows by at most 40 MB over the
+    truncated calls after the first 30; over the last 700 calls, the memory held with the pooled codecs dropped at
+    both ends (held(): without the free pages the C heap keeps, which the RSS counts, and a pooled codec that
+    decoded damaged blocks has touched more of its tables, up to its memory()) by at most 8 MB."""
     src = tmp_path / "text.txt"
     src.write_bytes(TEXT * 3)
     r = subprocess.run([sys.executable, "-c", DAMAGED_CHILD, str(src)], capture_output=True, text=True, timeout=900)
