@@ -4,9 +4,9 @@ word-model blocks of the golden vectors of formats 13 to 17 (codec/vectors/vecto
 The word-model blocks of formats 15 and 16, and of format 17's untracked groups, are format 14's (format 15
 changed the encoder and added tracked groups, §7.2, format 16 the byte model, §9.7; neither is this reader's):
 vectors of formats 14 to 17 whose word-model blocks are the same byte for byte, for the same model and mode, are
-decoded once, as the newest format's (newest_of_twins).  Not read yet: format 17's routed blocks (routed(): a tracked group's
-word-model blocks, §3.8, which need byte model 2 and token steps without a coder), format 17's news_64k-* among
-them (its fallback-* carry the context across blocks).
+decoded once, as the newest format's (newest_of_twins).  Not read yet: format 17's routed blocks (routed(): a
+tracked group's word-model blocks, §3.8, which need byte model 2 and token steps without a coder), format 17's
+news_64k-* among them (its fallback-* carry the context across blocks).
 
 Covered, per format: every model type of §2.4–§2.5 (tiny: elman; tiny-lstm; tiny-nplm; tiny-kn: elman with
 the Kneser-Ney expert; the default model, elman at full size: default-2 for format 13, default-3 for 14) in the
@@ -91,8 +91,8 @@ def heavy_read(v, dflt):
 
 
 def newest_of_twins(vectors):
-    """vectors less those of formats 14 to 16 whose word-model blocks a vector of a newer format of TWINS among them
-    holds byte for byte, for the same model and mode (each decoded once, as the newest format's)."""
+    """vectors less those of formats 14 to 16 whose word-model blocks a vector of a newer format of TWINS among
+    them holds byte for byte, for the same model and mode (each decoded once, as the newest format's)."""
     seen, out = set(), []
     for v in sorted(vectors, key=lambda v: -v.format_version):
         twin = (v.model, v.adapt, word_payloads(v))

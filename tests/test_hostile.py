@@ -264,7 +264,8 @@ import nlmcodec
 from nlmcodec import _registry
 
 class MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+    _fields_ = [(n, ctypes.c_size_t)
+                for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = MallInfo2
 def held():
@@ -303,7 +304,8 @@ for i in range(1300):
         _registry.codec_pool.clear()
         gc.collect()
         marks[i] = held()
-print(json.dumps({"fails": fails, "harmless": harmless, "wrong": wrong, "max_pooled": max(pooled), "min_pooled_late": min(pooled[30:600]),
+print(json.dumps({"fails": fails, "harmless": harmless, "wrong": wrong, "max_pooled": max(pooled),
+                  "min_pooled_late": min(pooled[30:600]),
                   "truncated_growth_mb": marks[299] - marks[29], "mixed_growth_mb": marks[1299] - marks[599]}))
 """
 
