@@ -295,6 +295,9 @@ int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n);
  * block, made alongside): the encoder's other candidate, valid until the next encode; NULL when the last encode
  * had no router. */
 int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines);
+/* Whether frame format `version`'s tracked groups route lines (§3.8; formats.h's route column): 1 or 0, or
+ * NLM_ERR_STATE for a version this build does not read.  The frame layer asks it, never a version number. */
+int nlm_format_routes(int version);
 const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* len);
 
 #ifdef __cplusplus

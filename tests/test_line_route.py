@@ -11,6 +11,7 @@ from nlmcodec import NLMError, _frame
 from nlmcodec._core import TRACE_PARTS, ByteCoder, Codec
 
 S = 16                                    # the run's size class: 64 KiB, more than any group here
+ROUTED, UNROUTED = 17, 16                 # format 17 routes lines; format 16's blocks are its untracked ones
 
 # A structured text: troff requests, mail headers, quoted lines, prose (the lines the route was measured on).
 STRUCTURED = b"".join(
@@ -28,7 +29,7 @@ EDGES = [
 def _codec(model, mode, route=True):
     """A context of format 17 (route) or 16 (no route: its blocks are format 17's untracked ones)."""
     c = Codec(model, _frame.adapt_mode(mode))
-    c.reset(_frame.ROUTE_VERSION if route else _frame.ROUTE_VERSION - 1)
+    c.reset(ROUTED if route else UNROUTED)
     return c
 
 
@@ -141,7 +142,7 @@ def test_router_needs_the_route_and_reset_clears_it(tiny_model):
     c = _codec(tiny_model, "heads")
     c.set_router(_run())
     assert c.encode_block(b"plain text\n")[0] == 1 and c.route_byte_payload() is not None
-    c.reset(_frame.ROUTE_VERSION)             # a group start: no router
+    c.reset(ROUTED)             # a group start: no router
     assert c.route_byte_payload() is None
     plain = _codec(tiny_model, "heads", route=False).encode_block(b"plain text\n")
     assert c.encode_block(b"plain text\n") == plain
@@ -150,7 +151,7 @@ def test_router_needs_the_route_and_reset_clears_it(tiny_model):
         old.set_router(_run())
     old.lab_line_route()
     old.set_router(_run())
-    old.reset(_frame.ROUTE_VERSION - 1)       # the format's options: no route, no router
+    old.reset(UNROUTED)       # the format's options: no route, no router
     assert old.route_byte_payload() is None and old.encode_block(b"plain text\n") == plain
     with pytest.raises(NLMError):
         old.set_router(_run())
@@ -178,3 +179,13 @@ def test_trace_of_routed_blocks_adds_up(tiny_model):
     assert (t["bits"][:, k("route")] > 0).any()
     assert abs(float(t["bits"].sum()) - 8 * (len(payload) - 1)) < 64, (float(t["bits"].sum()), len(payload))
     assert np.isfinite(t["bits"]).all()
+
+
+def test_which_formats_route_is_the_core_table():
+    """The frame layer asks the C core's table (formats.h, nlm_format_routes) whether a format routes: format 17
+    does, 13 to 16 do not, and a version this build does not read is an error, not a no."""
+    assert [v for v in _frame.READ_VERSIONS if _frame.routes(v)] == [ROUTED]
+    assert _frame.routes(_frame.FORMAT_VERSION)
+    for v in (0, 12, _frame.FORMAT_VERSION + 1):
+        with pytest.raises(ValueError):
+            _frame.routes(v)

@@ -1254,6 +1254,11 @@ int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines) {
     return NLM_OK;
 }
 
+int nlm_format_routes(int version) {
+    const int r = nlm_format_route(version);
+    return r < 0 ? NLM_ERR_STATE : r;
+}
+
 const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* len) {
     const int ok = c && c->shadow_ok;
     if (len) *len = ok ? c->shadow_len : 0;

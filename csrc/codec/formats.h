@@ -2,7 +2,8 @@
  *
  * Owns: the mapping (format version, mode) -> the codec options its word-model blocks are coded with and the
  * byte model of its byte-model blocks (docs/format.md §7.4 and the format policy).  Its readers:
- * nlm_codec_reset_for (codec.c) and nlm_bytecoder_new (bytecodec.c, through nlm_format_byte_model).  A released
+ * nlm_codec_reset_for and nlm_format_routes (codec.c) and nlm_bytecoder_new (bytecodec.c, through
+ * nlm_format_byte_model).  A released
  * format's rows never change: a new format adds its own rows below the frozen ones.
  */
 #ifndef NLM_CODEC_FORMATS_H
@@ -57,6 +58,13 @@ static inline int nlm_format_byte_model(int version) {
     for (size_t i = 0; i < sizeof NLM_FORMATS / sizeof NLM_FORMATS[0]; i++)
         if (NLM_FORMATS[i].version == version) return NLM_FORMATS[i].byte_model;
     return 0;
+}
+
+/* Whether format version's tracked groups route lines (§3.8): 1 or 0; -1 for a version not in the table. */
+static inline int nlm_format_route(int version) {
+    for (size_t i = 0; i < sizeof NLM_FORMATS / sizeof NLM_FORMATS[0]; i++)
+        if (NLM_FORMATS[i].version == version) return NLM_FORMATS[i].route;
+    return -1;
 }
 
 #endif /* NLM_CODEC_FORMATS_H */

@@ -69,7 +69,7 @@ def _tracked(bcoder, b: _Block, data) -> bytes:
 def _decode_word_block(codec, bcoder, tracked: bool, version: int, b: _Block) -> bytes:
     """Output of word-model block b: in a tracked group its bytes are learnt by the group's run, which in format 17
     (the line route, docs/format.md §3.8) reads the block with the codec, and is fed the output before."""
-    routed = tracked and version >= F.ROUTE_VERSION
+    routed = tracked and F.routes(version)
     if routed:
         codec.set_router(bcoder)
     try:

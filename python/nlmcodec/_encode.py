@@ -74,7 +74,7 @@ CHOICE_PIECE_SIZE = 4096     # ... of this many bytes
 LZMA_PRESET = 9 | lzma.PRESET_EXTREME
 LZMA_PIECE = 64 << 10         # input bytes between two looks at the preset-1 yardstick's output (speed only)
 BINARY_SKIP_FRACTION = 16     # skip the word model when more than 1/16 of a block's bytes are binary
-ROUTE = F.FORMAT_VERSION >= F.ROUTE_VERSION   # the written format routes lines in tracked groups (§3.8)
+ROUTE = F.routes(F.FORMAT_VERSION)   # the written format routes lines in tracked groups (§3.8)
 
 # bytes that count as binary: the C0 controls other than the whitespace controls, and DEL
 _BINARY_BYTES = bytes([b for b in range(32) if b not in (9, 10, 11, 12, 13)] + [127])

@@ -63,6 +63,15 @@ DEFAULT_ADAPT = HEADS         # the mode of compress() and the CLI when none is 
                               # (docs/decisions/default-mode.md)
 
 
+def routes(version: int) -> bool:
+    """Whether format version's tracked groups route lines (§3.8): the C core's table says (csrc/codec/formats.h,
+    nlm_format_routes).  version is one this build reads."""
+    r = native.format_routes(version)
+    if r < 0:
+        raise ValueError(f"format {version} is not one this build reads")
+    return r == 1
+
+
 def adapt_mode(adapt):
     """The one spelling of a coding mode: False (static), True (dynamic: every part adapts, §6.3-§6.4) or
     HEADS ("heads": dynamic, the output heads only, over the integer transition, §6.5).  Accepts bools and
@@ -84,7 +93,6 @@ TYPE_GROUP_START = 0x04
 TYPE_TRACK_SHIFT = 3          # formats 15 on: bits 3-7 of a group start = its tracked run's size class, or 0
 TRACK_MIN, TRACK_MAX = 10, 23  # the byte model's size classes (docs/format.md §9.1)
 TRACK_VERSION = 15            # the first format with tracked groups
-ROUTE_VERSION = 17            # the first whose tracked groups route lines (§3.8; csrc/codec/formats.h)
 END_MARKER = 0x80
 
 MODEL_ID_SIZE = 32

@@ -17,6 +17,11 @@ def error_name(code):
     return ffi.string(lib.nlm_error_name(code)).decode()
 
 
+def format_routes(version):
+    """formats.h's route column for version: 1 or 0, or a negative error code for a version not read."""
+    return int(lib.nlm_format_routes(version))
+
+
 def lex(data):
     n = len(data)
     cap = n + 1

@@ -62,14 +62,15 @@ cdef extern from "nlm.h" nogil:
     int64_t nlm_bytecoder_decode(NlmByteCoder* b, const uint8_t* src, size_t n, uint8_t* dst, size_t dst_len)
     int nlm_bytecoder_start(NlmByteCoder* b, int s)
     int nlm_bytecoder_feed(NlmByteCoder* b, const uint8_t* src, size_t n)
+    int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines)
+    const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* length)
+    int nlm_format_routes(int version)
 
 # The tuning switches (csrc/nlm_lab.h): tests and measurements only; frames are read and written through
 # nlm_codec_reset_for alone.
 cdef extern from "nlm_lab.h" nogil:
     int nlm_codec_reset(NlmCodec* c)
     int nlm_codec_set_route(NlmCodec* c, int on)
-    int nlm_codec_set_router(NlmCodec* c, NlmByteCoder* b, int lines)
-    const uint8_t* nlm_codec_route_byte_payload(const NlmCodec* c, size_t* length)
     int nlm_codec_set_speller(NlmCodec* c, int kind)
     int nlm_codec_set_match(NlmCodec* c, int level)
     int nlm_codec_set_cache(NlmCodec* c, int level)
@@ -91,6 +92,11 @@ TRACE_SIZE = sizeof(NlmTraceRec)
 
 def error_name(int code):
     return nlm_error_name(code).decode()
+
+
+def format_routes(int version):
+    """formats.h's route column for version: 1 or 0, or a negative error code for a version not read."""
+    return nlm_format_routes(version)
 
 
 def lex(const uint8_t[::1] data):

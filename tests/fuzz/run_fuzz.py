@@ -90,7 +90,7 @@ def _block_seeds():
         if blk is None or blk[0] not in (F.BLOCK_MODEL, F.BLOCK_BYTE):
             continue
         kind, start, size, psize, p = blk
-        routed = kind == F.BLOCK_MODEL and b[4] >= F.ROUTE_VERSION and start > 1 and start <= F.TRACK_MIN + 7
+        routed = kind == F.BLOCK_MODEL and F.routes(version) and start > 1 and start <= F.TRACK_MIN + 7
         if size <= F.MAX_MODEL_BLOCK and p + psize <= len(b):
             flags = (1 if adapt else 0) | (2 if kind == F.BLOCK_BYTE else 0) | (4 if adapt == F.HEADS else 0) | \
                 (8 if b[4] == F.READ_VERSIONS[0] < F.FORMAT_VERSION else 0) | \
