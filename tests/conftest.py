@@ -100,19 +100,21 @@ def _heavy_rank(item):
 
 def pytest_collection_modifyitems(config, items):
     """Longest work units first (HEAVY_FIRST); a stable sort, the same in every worker.  Under
-    NLMCODEC_BACKEND=cffi (the README's second lane) the tests marked one_lane are skipped: they use no
-    binding (C harnesses, the numpy reference, text checks) or run both bindings themselves, so the first lane
-    has run them already."""
+    NLMCODEC_BACKEND=cffi (the README's second lane) the tests marked one_lane (and not both_lanes) are skipped:
+    they use no binding (C harnesses, the numpy reference, text checks), run both bindings themselves, or reach
+    the binding only through calls that the cffi lane's other tests take (the command line's file handling, the
+    explain page's layout: their binding calls are compress, decompress and the trace, which the API, golden,
+    round-trip and trace tests make in both lanes), so the first lane has run them already."""
     items.sort(key=_heavy_rank)
     for it in items:
         if any(it.nodeid.rpartition("tests/")[2].startswith(h) for h in HEAVY):
             it.add_marker(pytest.mark.heavy)
             it.add_marker(pytest.mark.slow)
     if nlmcodec.backend == "cffi":
-        skip = pytest.mark.skip(reason="one_lane: no binding involved, or both run by the test itself; run by "
-                                       "the Cython lane")
+        skip = pytest.mark.skip(reason="one_lane: no binding involved, both run by the test itself, or its calls "
+                                       "taken by this lane's other tests; run by the Cython lane")
         for it in items:
-            if it.get_closest_marker("one_lane"):
+            if it.get_closest_marker("one_lane") and not it.get_closest_marker("both_lanes"):
                 it.add_marker(skip)
 
 

@@ -64,10 +64,13 @@ def k_log(x):
 
 
 def matvec(W, x):
-    """16-lane canonical dot product of every row of W with x."""
-    acc = np.zeros((W.shape[0], 16), dtype=f32)
-    for i in range(0, W.shape[1], 16):
-        acc = acc + W[:, i:i + 16] * x[i:i + 16]
+    """16-lane canonical dot product of every row of W with x: lane j sums W[:, i]·x[i] for i = j mod 16 in
+    ascending order from 0, then the lanes pairwise."""
+    rows, n = W.shape
+    prods = (W * x).reshape(rows, n // 16, 16)
+    acc = np.zeros((rows, 16), dtype=f32)
+    for i in range(n // 16):
+        acc += prods[:, i]
     for h in (8, 4, 2):
         acc = acc[:, :h] + acc[:, h:2 * h]
     return acc[:, 0] + acc[:, 1]
@@ -105,8 +108,9 @@ def qmatvec(q, mul, h16):
 
 def t_acc(y, W, d):
     """y + Wᵀd, one row at a time in ascending order."""
-    for r in range(W.shape[0]):
-        y = y + W[r] * d[r]
+    y = np.array(y, dtype=f32)
+    for row in W * d[:, None]:
+        y += row
     return y
 
 
@@ -117,29 +121,30 @@ def outer_sum(ds, xs, rows, cols):
     return G
 
 
-def softmax(z):
+def vmax(z, nan_first):
+    """The running maximum m = z[0], then each v > m (nan_first: also each v when m is NaN), as numpy's max
+    when z has no NaN."""
+    if not np.isnan(z).any():
+        return z.max()
     m = z[0]
     for v in z[1:]:
-        if v > m:
+        if v > m or (nan_first and m != m):
             m = v
-    e = k_exp(z - m)
-    s = f32(0)
-    for v in e:
-        s = s + v
-    return e / s
+    return m
+
+
+def softmax(z):
+    e = k_exp(z - vmax(z, False))
+    return e / np.cumsum(e, dtype=f32)[-1]         # the sum in float32, left to right from 0
 
 
 # ---- §4 quantiser and range decoder ----
 
 def quant(z):
     z = np.asarray(z, dtype=f32)
-    m = z[0]
-    for v in z[1:]:
-        if v > m or m != m:
-            m = v
-    u = []
-    for e in k_exp(z - m):
-        u.append(0 if not e > 0 else (1 << 40) if e >= 1 else int(e * f32(2.0 ** 40)))
+    e = k_exp(z - vmax(z, True))
+    e = np.where(e > 0, e, f32(0))                  # (NaN: 0)
+    u = [int(x) for x in np.where(e >= 1, np.int64(1) << 40, (e * f32(2.0 ** 40)).astype(np.int64))]   # toward 0
     S = sum(u)
     if S < 1 << 39:
         return [1] * len(u)
@@ -967,11 +972,12 @@ class GapMixer:
 
     def _bit(self, rd, ctx, d, pn):
         idx, s, a = ctx
-        slots = [((i + (d + 1) * 0x9E3779B1) & 0xFFFFFFFF) >> 18 for i in idx]
-        x = [ST[pn] if pn else 0] + [ST[self.q[k][sl] >> 4] if self.n[k][sl] else 0 for k, sl in enumerate(slots)]
+        q, n, dd = self.q, self.n, (d + 1) * 0x9E3779B1
+        slots = [((i + dd) & 0xFFFFFFFF) >> 18 for i in idx]
+        x = [ST[pn] if pn else 0] + [ST[q[k][sl] >> 4] if n[k][sl] else 0 for k, sl in enumerate(slots)]
         x += [256, 0, 0]
         W = self.w[80 * d + s]
-        t = max(-2047, min(2047, asr(sum(wi * xi for wi, xi in zip(W, x)), 16)))
+        t = max(-2047, min(2047, sum(wi * xi for wi, xi in zip(W, x)) >> 16))
         pm = squash(t)
         A = self.apm[24 * d + a]
         u = t + 2048
@@ -980,12 +986,16 @@ class GapMixer:
         p = max(1, min(4095, (pm + pa + 1) >> 1))
         y = 1 if rd.decode([p, 4096 - p]) == 0 else 0
         for k, sl in enumerate(slots):
-            dq = 2 * (65535 * y - self.q[k][sl])
-            self.q[k][sl] += abs(dq) // (2 * self.n[k][sl] + 3) * (1 if dq >= 0 else -1)
-            self.n[k][sl] = min(self.n[k][sl] + 1, 60)
+            qk, nk = q[k], n[k]
+            dq = 2 * (65535 * y - qk[sl])
+            qk[sl] += abs(dq) // (2 * nk[sl] + 3) * (1 if dq >= 0 else -1)
+            if nk[sl] < 60:
+                nk[sl] += 1
         e = (4096 * y - pm) * 320
-        for i in range(16):
-            W[i] = max(-(1 << 24), min(1 << 24, W[i] + asr(x[i] * e, 18)))
+        for i, xi in enumerate(x):
+            if xi:              # (a zero input leaves its weight, which is inside the clamp, as it is)
+                v = W[i] + ((xi * e) >> 18)
+                W[i] = -(1 << 24) if v < -(1 << 24) else (1 << 24) if v > (1 << 24) else v
         kk = lo + (1 if phi >= 64 else 0)
         A[kk] += asr((65535 if y else 0) - A[kk], 5)
         return y
@@ -1183,6 +1193,7 @@ class Reader:
         for _ in range(4096):
             v = self.q[-1] * keep
             self.q.append(f32(0) if v < f32(2.0 ** -100) else v)
+        self.qa = np.array(self.q, dtype=f32)
 
     # -- §2.3, §2.6: products --
 
@@ -1266,6 +1277,14 @@ class Reader:
             a = th0 + ((th - th0) * self.q[min(k, 4096)])
             self.p[name][idx] = (a - self._clamp(step * g)) + self.decay * (th0 - a)
 
+    def _sgd_rows(self, name, rows, ks, g):
+        """_sgd of each of the distinct rows of a sparse table, row i with its own k = ks[i] (elementwise, so
+        done for all rows at once: k = 0 is the catch-up with a = θ)."""
+        th, th0 = self.p[name][rows], self.p0[name][rows]
+        qk = self.qa[np.minimum(ks, 4096)].reshape((-1,) + (1,) * (th.ndim - 1))
+        a = np.where((ks == 0).reshape(qk.shape), th, th0 + ((th - th0) * qk))
+        self.p[name][rows] = (a - self._clamp(self.step[name] * g)) + self.decay * (th0 - a)
+
     def _end_segment(self):
         if not self.adapt or not self.seg:
             self.seg = []
@@ -1342,11 +1361,13 @@ class Reader:
             self._sgd(name, slice(None), g[name], 0)
         for table, rows in (("E", [("E", gE)]), ("O", [("Wo", gWo), ("bo", gbo)]),
                             ("B", [("Bc", gBc), ("Bg", gBg)])):
-            last = self.last[table]
-            for r in rows[0][1]:
-                k = self.seg_no - last.get(r, 0) - 1
-                for name, grads in rows:
-                    self._sgd(name, r, np.asarray(grads[r], dtype=f32), k)
+            last, rs = self.last[table], list(rows[0][1])
+            if not rs:
+                continue
+            ks = np.array([self.seg_no - last.get(r, 0) - 1 for r in rs])
+            for name, grads in rows:
+                self._sgd_rows(name, np.array(rs), ks, np.array([grads[r] for r in rs], dtype=f32))
+            for r in rs:
                 last[r] = self.seg_no
         self.seg = []
 

@@ -20,6 +20,9 @@ import pytest
 # the bundled tiny model; NLMCODEC_TEST_MODEL=/path/to/model.nlmm overrides it (tests that rely on finding a
 # bundled model by its id are skipped then)
 TEST_MODEL = os.environ.get("NLMCODEC_TEST_MODEL", "tiny")
+# The command line's file handling (signals, pipes, terminals, disks, options, messages) is the same over either
+# binding: the cffi lane runs the tests marked both_lanes, which take its calls into the codec (conftest.py).
+pytestmark = pytest.mark.one_lane
 MODEL = ["-m", TEST_MODEL]
 TIMEOUT = 300
 
@@ -157,6 +160,7 @@ def corrupt_copy(packed, dest):
 # -------------------------------------------------------------------------------------------------------------
 # round trips
 
+@pytest.mark.both_lanes
 def test_compress_keeps_input_and_decompress_restores(tmp_path, src):
     r = run([*MODEL, "doc.txt"], tmp_path)
     assert r.returncode == 0, r.stderr
@@ -208,6 +212,7 @@ def test_output_option(tmp_path, src):
     assert r.returncode == 0 and r.stdout == TEXT.encode()
 
 
+@pytest.mark.both_lanes
 def test_stdin_to_stdout(tmp_path):
     r = run(MODEL, tmp_path, stdin=TEXT.encode())
     assert r.returncode == 0, r.stderr
@@ -242,6 +247,7 @@ def test_static_mode_round_trip_and_listed(tmp_path, prose):
 
 @pytest.mark.parametrize("flag, mode", [("--static", "static"), ("--heads", "heads"), ("--dynamic", "dynamic"),
                                         ("--full", "dynamic"), (None, "heads")])
+@pytest.mark.both_lanes
 def test_each_mode_round_trips_and_is_listed(tmp_path, prose, flag, mode):
     """--static, --heads (heads mode, docs/format.md §6.5, the default) and --dynamic are recorded in the frame,
     listed by -l, and decoded without options; the last mode option given wins."""
@@ -289,6 +295,7 @@ sys.path.insert(0, str(VECTORS))
 import vectorset as VS  # noqa: E402
 
 
+@pytest.mark.both_lanes
 def test_golden_vectors_decode(tmp_path):
     """Golden frames of the format this build writes: -d restores the good ones (one process for all of them),
     -dc writes to stdout, -t accepts them and -l lists their sizes.  (Every format's are decoded by
@@ -321,6 +328,7 @@ def test_golden_vectors_decode(tmp_path):
     assert listing(tmp_path) == []
 
 
+@pytest.mark.both_lanes
 def test_golden_error_vectors_fail_one_by_one(tmp_path):
     """Every bad vector fails on its own (the CLI goes on to the next file, like xz, and exits 1), one line each,
     and leaves no output behind."""
@@ -353,6 +361,7 @@ def test_test_mode_good(tmp_path, packed):
     assert listing(tmp_path) == ["doc.txt", "doc.txt.nlm"]
 
 
+@pytest.mark.both_lanes
 def test_test_mode_corrupt_and_truncated(tmp_path, packed):
     corrupt_copy(packed, tmp_path / "bad.nlm")
     r = run([*MODEL, "-t", "bad.nlm"], tmp_path)
@@ -956,6 +965,7 @@ def test_threads_option(tmp_path, prose):
     assert listing(tmp_path) == ["prose.txt"]
 
 
+@pytest.mark.both_lanes
 def test_threads_reach_the_coder(tmp_path, prose):
     r = run([*MODEL, "-v", "-T", "2", "prose.txt"], tmp_path)
     assert r.returncode == 0 and b", 2 threads -> prose.txt.nlm" in r.stderr, r.stderr

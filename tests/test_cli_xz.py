@@ -27,6 +27,11 @@ from test_cli import (MODEL, NAMED_TEMPS_CLI, TIMEOUT, listing, noise, one_line_
                       vocab_text, wait_for, words_text)
 
 
+# The options and file handling are the same over either binding: the cffi lane runs the tests marked both_lanes
+# (conftest.py).
+pytestmark = pytest.mark.one_lane
+
+
 @pytest.fixture
 def prose(tmp_path):
     """A text the word model codes, so that the three modes give three different frames."""
@@ -130,6 +135,7 @@ def test_memlimit_syntax(tmp_path, prose):
     assert frame(tmp_path, "-M", "1GiB") == (tmp_path / "prose.txt.nlm").read_bytes()
 
 
+@pytest.mark.both_lanes
 @pytest.mark.skipif(not _decoder_takes_memlimit(), reason="NLMDecompressor has no memlimit= yet")
 def test_memlimit_reaches_the_decoder(tmp_path, prose):
     """A limit below what the frame needs refuses it, with one line naming -M, and writes nothing."""
@@ -211,17 +217,14 @@ def test_threads_default_to_the_cpus(tmp_path, prose):
     assert r.returncode == 0 and b", 1 thread, OK" in r.stderr, r.stderr
 
 
+@pytest.mark.both_lanes
 def test_thread_count_changes_no_byte(tmp_path, prose):
+    """-T's spellings give the same frame in every mode (over several groups of the shipped size the thread count
+    changes no byte either: test_fallback.py's test_threads_identical_frames_default_groups, through
+    compress(threads=), which -T reaches: test_cli.py's test_threads_reach_the_coder)."""
     for mode in ("--static", "--heads", "--dynamic"):
         frames = {t: frame(tmp_path, mode, *t) for t in ((), ("-T", "0"), ("-T", "1"), ("-T", "2"), ("-T", "3"))}
         assert len(set(frames.values())) == 1, mode
-
-
-@pytest.mark.slow
-def test_thread_count_changes_no_byte_over_several_groups(tmp_path):
-    """4.5 MB: two 4 MiB groups, coded at once with the default -T; the frame is -T 1's (default mode)."""
-    (tmp_path / "prose.txt").write_bytes(vocab_text(4_500_000))
-    assert frame(tmp_path) == frame(tmp_path, "-T", "1")
 
 
 # ---------------------------------------------------------------------------------------------------------------

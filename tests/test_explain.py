@@ -230,6 +230,7 @@ CSV_ROWS = "".join(f"{i},{_r.randint(0, 999)},{_r.choice(['alpha', 'beta', 'gamm
                    for i in range(4000)).encode()
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_explain_plain_blocks(tiny):
     data = HEX_ROWS                                        # no word-model block: the byte model or lzma
     e = nlmcodec.explain(data, model=tiny, adapt=True)
@@ -241,6 +242,7 @@ def test_explain_plain_blocks(tiny):
     assert len(e) == 0 and e.frame_size == len(nlmcodec.compress(b"", model=tiny))
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_byte_blocks_bits_per_piece(tiny):
     # byte-model blocks are not one uniform grey: their bits are measured per BYTE_PIECE bytes by coding the
     # run again in pieces, and still add up to each block's payload
@@ -266,6 +268,7 @@ def test_byte_blocks_bits_per_piece(tiny):
     assert "bits per piece of 256 bytes" in page
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_explain_mixed_blocks(alice, tiny):
     # prose, then 64 KiB that a byte model codes far better, then prose: the encoder mixes block kinds
     data = alice[:70_000] + HEX_ROWS + alice[70_000:100_000]
@@ -276,6 +279,7 @@ def test_explain_mixed_blocks(alice, tiny):
     _check_explanation(e, data, tiny, True)
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_detail_window(alice, tiny):
     # records only for the window (whole blocks from the start); blocks, sums and the frame as without it
     data = alice[:70_000] + CSV_ROWS + alice[70_000:100_000]
@@ -314,6 +318,7 @@ def _page_data(page):
     return json.loads(m.group(1))
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_page_is_self_contained(tiny):
     es = [nlmcodec.explain(PROSE, model=tiny, adapt=a) for a in ("heads", False, True)]
     page = _explain.render_html(PROSE, "prose.txt", es)
@@ -332,6 +337,7 @@ def test_page_is_self_contained(tiny):
     assert "<svg" in page and "xz -9e" in page
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_page_legend(tiny):
     # every category the page can show is explained in words, on the page
     page = _explain.render_html(PROSE, "prose.txt", [nlmcodec.explain(PROSE, model=tiny)])
@@ -343,6 +349,7 @@ def test_page_legend(tiny):
     assert re.search(r"<abbr title='[^']{20,}'>class</abbr>", page)
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_page_window_and_blocks(alice, tiny):
     # a file larger than the detail window: the page says what it shows token by token and what per block
     page, es = _explain.explain_page(alice, "alice29.txt", model=tiny, detail=64 << 10)
@@ -373,6 +380,7 @@ def test_token_texts_split_utf8():
     assert "".join(_explain._texts(data, np.array([0, 4, 8]), np.array([4, 4, 1]))) == "café \u201d"
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_cli_explain(tmp_path, tiny):
     from nlmcodec.cli import main
 
@@ -399,6 +407,7 @@ def test_cli_explain(tmp_path, tiny):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_cli_explain_modes(tmp_path, tiny):
     # the page's main mode is the one compression uses without options (heads), or the one asked for
     from nlmcodec.cli import main
@@ -444,6 +453,7 @@ _MEMORY_SCRIPT = PEAK_RSS_MB + textwrap.dedent("""
 """)
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_explain_memory_bounded():
     # explain() of 3 MiB (the default model, static mode: the quickest) with a 64 KiB window grows the process
     # by at most a little more than compress() does, each in a fresh interpreter (measured: 51 MB against
@@ -464,6 +474,7 @@ def test_explain_memory_bounded():
     assert grown - comp <= 40, f"explain() grew by {grown} MB, compress() by {comp} MB"
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 def test_explain_cpu_vs_compress(tiny):
     # the page of a 768 KB book costs less than 3 x compressing it in the same mode (measured: 1.6 x)
     if not BOOK1.exists():
@@ -496,6 +507,7 @@ def _cli_usage(args):
     return int(rc), float(cpu), int(rss)
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 @pytest.mark.slow
 def test_explain_3mb_must_show(tmp_path):
     # issue 43's must-show: --explain of a 3 MB file peaks at <= 300 MB and takes <= 3 x the CPU time of
@@ -574,6 +586,7 @@ def _png_pixels(path):
     return w, h, colours
 
 
+@pytest.mark.one_lane      # the page over the trace (the trace tests run in both lanes)
 @pytest.mark.slow
 def test_page_in_headless_chromium(tmp_path, tiny):
     exe = _chromium()

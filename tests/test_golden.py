@@ -73,7 +73,14 @@ def test_vectors_cover_every_model_type_mode_and_path():
         assert sum(1 for p in (VEC / f"v{version}").rglob("*") if p.is_file()) < 250, version
 
 
-@pytest.mark.parametrize("vec", OK, ids=lambda v: v.key)
+# Every format's vectors decode in the Cython lane; the cffi lane decodes the oldest format's and the newest's (the
+# binding's calls do not depend on the format: the frame layer above it and the C core below it do, and the
+# Cython lane takes every format through them).
+BINDING_FORMATS = (_frame.READ_VERSIONS[0], nlmcodec.FORMAT_VERSION)
+
+
+@pytest.mark.parametrize("vec", [pytest.param(v, marks=[] if v.format_version in BINDING_FORMATS
+                                              else [pytest.mark.one_lane]) for v in OK], ids=lambda v: v.key)
 def test_ok_vector_decodes(vec):
     frame = vec.frame()
     info = nlmcodec.get_frame_info(frame)

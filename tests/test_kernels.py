@@ -440,7 +440,8 @@ print(done)
 """
 
 
-@pytest.mark.parametrize("cap", [0, 1, 2, 3])
+@pytest.mark.one_lane       # the C core's dispatch: both bindings compile the same sources with the same flags
+@pytest.mark.parametrize("cap", [0, 1, 2, 3])   # (build_flags.py); the paths' results: the kernel tests above
 def test_golden_vectors_under_every_simd_cap(cap):
     """The current format's ok golden vectors of up to 32 KiB decode, and the model-coded ones re-encode
     byte for byte, with the codec's SIMD level forced by NLMCODEC_SIMD_CAP (0 scalar .. 3 AVX-512; a level

@@ -124,7 +124,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="nlm-cross-") as tmp:
         tmp = pathlib.Path(tmp)
         exp = [sys.executable, str(ROOT / ".ci" / "cross" / "export_blocks.py"), str(tmp / "vec"),
-               "--light-budget", str(LIGHT_BUDGET)]
+               "--light-budget", str(LIGHT_BUDGET), "--light-only"]
         subprocess.run(exp + (["--models", args.models] if args.models else []), check=True)
         targets = [t for t in TARGETS if t[0] in keys]
         with ThreadPoolExecutor(len(targets)) as pool:     # the qemu runs take minutes: in parallel
