@@ -37,6 +37,13 @@ WORDS = ("the of and to a in is it that was he for on as with his be at by i thi
          "where much your way well down should because each just those people").split()
 
 
+def lane_modes(modes=(False, True, "heads"), ids=("static", "dynamic", "heads")):
+    """pytest params of the coding modes for a test of the frame layer or the threads: the cffi lane takes the
+    default mode (heads) alone, its binding calls being those of the other two (one_lane on static and dynamic:
+    the Cython lane takes all three)."""
+    return [pytest.param(m, id=i, marks=[] if m == "heads" else [pytest.mark.one_lane]) for m, i in zip(modes, ids)]
+
+
 # The longest work units of the slow lane, longest first (CPU seconds of `pytest -m slow --durations`): under
 # --dist loadgroup a file's tests are one unit, and xdist hands units out in collection order, so these go
 # first and the short tests fill in after them instead of one worker finishing dickens alone at the end.

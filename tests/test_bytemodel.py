@@ -21,6 +21,7 @@ import pytest
 import nlmcodec
 from nlmcodec import _encode, _frame
 from nlmcodec._core import ByteCoder
+from conftest import lane_modes
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
@@ -97,7 +98,7 @@ def test_byte_model_beats_lzma_on_structured_text():
     assert len(bc.encode_block(log, len(log))) < 0.8 * len(_frame.lzma_compress(log, 9))
 
 
-@pytest.mark.parametrize("adapt", [False, True, "heads"])
+@pytest.mark.parametrize("adapt", lane_modes())
 def test_runs_over_blocks_and_groups(adapt):
     """A log (the probe rules the word model out at once): byte-model blocks of at most 64 KiB, one run per group
     (the first block starts it, sized for a plain group, PLAIN_GROUP_FACTOR x the group size, the others continue

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import corpus_cache as cc
 import nlmcodec
 from nlmcodec import _encode, _registry
-from conftest import word_salad
+from conftest import lane_modes, word_salad
 
 B = _encode.BLOCK_SIZE
 MODES = [False, True, "heads"]                  # static, dynamic and heads (the default mode)
@@ -53,6 +53,7 @@ def _mixture(segments, seed):
     return bytes(out)
 
 
+@pytest.mark.one_lane      # the encoder's choices (the frame layer); the binding's calls are the round trips'
 @settings(max_examples=PROPERTY_RUNS, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                            HealthCheck.too_slow])
 @given(segments=st.lists(segment, min_size=1, max_size=4), seed=st.integers(0, 1000),
@@ -113,7 +114,7 @@ def _group_kinds(info):
     return out
 
 
-@pytest.mark.parametrize("adapt", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("adapt", lane_modes())
 def test_thread_count_does_not_change_the_frame(tiny_model, adapt):
     """Small groups (the group size is the encoder's policy, the same for every thread count).  In every mode
     the input is cut into several groups whose cuts show in the frame: word-model groups (the prose), each
