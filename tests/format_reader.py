@@ -1,5 +1,6 @@
-"""format_reader.py: a second reader of the word-model block payloads of formats 13 to 17, written from
-docs/format.md §1–§6 and §9 (the byte model, the speller of §5.4) alone.
+"""format_reader.py: a second reader of the word-model and byte-model block payloads of formats 13 to 17, written
+from docs/format.md §1–§6 and §9 (the byte model: the speller of §5.4, and the runs of byte-model blocks, byte
+models 1 and 2, §9.1–§9.5 and §9.7) alone.
 
 Owns nothing of the codec: it exists so that tests/test_format_reader.py can decode the golden vectors
 with an implementation that shares no code with csrc/ (numpy float32 arithmetic, one IEEE operation at a
@@ -439,6 +440,237 @@ class ByteModel:
         c = self.c0 & 255
         self.see(c)
         return c
+
+
+class ByteRun:
+    """A run of byte-model blocks (§9.1): byte model 1 (§9.3-§9.5) or 2 (§9.7) with the sizes of size class s,
+    its history never wrapping.  code(rd, c): one byte decoded through the range decoder rd, or c learnt
+    (predicted and updated with c's bits, as a tracked group learns its other blocks, §7.2)."""
+
+    def __init__(self, model, s):
+        self.model, self.s = model, s
+        self.tb, self.mb, self.rb = min(s + 3, 22), s - 2, min(s - 1, 22)
+        self.nh = 8 if model == 1 else 12
+        self.slots, self.o1, self.o0, self.mt, self.hist = {}, bytearray(65536), bytearray(256), {}, bytearray()
+        self.pos = self.c8 = self.bit = self.word = self.pword = self.line = self.pline = 0
+        self.c0, self.mlen, self.mptr, self.mmiss = 1, 0, 0, 0
+        cnt = [(N0[j], N1[j]) if j < 254 else (0, 0) for j in range(256)]   # 254, 255: never reached
+        ctx_sm = [(((2 * b + 1) << 22) // (2 * (a + b) + 2)) << 10 for a, b in cnt]
+        run_sm = [((3 << 20) if j & 1 else (1 << 20)) << 10 for j in range(256)]
+        if model == 1:          # maps: 8 contexts, order 1, order 0 (8, 9), the match model (10)
+            self.sm = [list(ctx_sm) for _ in range(10)] + [list(run_sm)]
+            self.w = [[[16384] * 12 for _ in range(n)] for n in (256, 1280)]
+        else:                   # 12 contexts, order 1, order 0 (12, 13), match (14), -, -, runs (17..28)
+            self.sm = [list(ctx_sm) for _ in range(14)] + [list(run_sm)] + [None, None] + \
+                [list(run_sm) for _ in range(12)]
+            init = [8192] * 16 + [49152] + [4096] * 12 + [0] * 3
+            self.w = [[list(init) for _ in range(n)] for n in (256, 1280, 3072, 1280)]
+            self.fw = [[16384] * 4 for _ in range(256)]
+            self.runs, self.ridx, self.rbyte, self.rcnt = {}, [0] * 12, [0] * 12, [0] * 12
+            self.apm3 = {}
+        row = [16 * squash(128 * (i - 16)) for i in range(33)]
+        self.apm_row, self.apm1, self.apm2 = row, [list(row) for _ in range(256)], {}
+        self.h = [0] * self.nh
+        self.cur = [self.slot(hash64(0, i + 1)) for i in range(self.nh)]
+
+    def slot(self, h):
+        """§9.3 slot_find: the bucket of 4 at (h >> (32 - tb)) with its low 2 bits cleared, check byte h mod 256."""
+        base, chk = (h >> (32 - self.tb)) & ~3, h & 255
+        cand = [self.slots.setdefault(base + j, bytearray(16)) for j in range(4)]
+        for sl in cand:
+            if sl[0] == chk:
+                return sl
+        best = min(range(4), key=lambda j: (N0[cand[j][1]] + N1[cand[j][1]], j))
+        sl = cand[best]
+        sl[:] = bytes(16)
+        sl[0] = chk
+        return sl
+
+    def _byte_step(self, c):
+        """§9.7's run table update (model 2), then §9.3's byte step, steps 1-5."""
+        if self.model == 2:
+            for i in range(12):
+                k, r = self.h[i] & 0xFFFF, self.ridx[i]
+                e = self.runs.get(r, 0)
+                if e >> 16 == k and (e >> 8) & 255 == c:
+                    self.runs[r] = e + 1 if e & 255 < 255 else e
+                else:
+                    self.runs[r] = (k << 16) | (c << 8) | 1
+        hist = self.hist
+        hist.append(c)
+        self.pos += 1
+        pos = self.pos
+        self.c8 = ((self.c8 << 8) | c) & M64
+        self.c0, self.bit, self.mmiss = 1, 0, 0
+        if 65 <= c <= 90 or 97 <= c <= 122 or c >= 128:
+            self.word = ((self.word + (c + 32 if 65 <= c <= 90 else c) + 1) * 0x2F0F3A55) & 0xFFFFFFFF
+        elif self.word:
+            self.pword, self.word = self.word, 0
+        if c == 10:
+            self.pline, self.line = self.line, pos
+        if self.mlen > 0:
+            if hist[self.mptr] == c and self.mptr + 1 < pos:
+                self.mlen += 1
+                self.mptr += 1
+            else:
+                self.mlen = 0
+        if pos >= 6:
+            hm = hash64(self.c8 & ((1 << 48) - 1), 0x1234567) >> (32 - self.mb)
+            cand = self.mt.get(hm, 0)
+            if self.mlen == 0 and cand > 0:
+                n = 0
+                while n < 32 and n < cand and hist[cand - 1 - n] == hist[pos - 1 - n]:
+                    n += 1
+                if n >= 6:
+                    self.mlen, self.mptr = n, cand
+            self.mt[hm] = pos
+        c8, c1 = self.c8, c
+        col = pos - self.line
+        ap = self.pline + col
+        above = hist[ap] if ap < self.line else 0
+        ctx = [c8 & 0xFFFF, c8 & 0xFFFFFF, c8 & 0xFFFFFFFF, c8 & ((1 << 48) - 1),
+               (self.word << 32) | (self.pword ^ ((c1 << 24) if self.word == 0 else 0)),
+               (above << 8) | c1, (c8 >> 8) & 0xFFFF, (self.word << 8) | c1]
+        if self.model == 2:
+            first = hist[self.line] if pos > self.line else 256
+            above2 = hist[ap + 1] if ap + 1 < self.line else 0
+            ctx += [(first << 40) | (min(col, 32) << 16) | (c8 & 0xFFFF),
+                    (above << 16) | (above2 << 8) | ((c8 & 0xFFFF) << 24), (min(col, 64) << 8) | c1, c8]
+        self.h = [hash64(x, ((i + 1) * 0x3C6EF372) & 0xFFFFFFFF) for i, x in enumerate(ctx)]
+        self.cur = [self.slot(h) for h in self.h]
+        if self.model == 2:
+            for i, h in enumerate(self.h):
+                r = self.ridx[i] = h >> (32 - self.rb)
+                e = self.runs.get(r, 0)
+                if e >> 16 == h & 0xFFFF:
+                    self.rbyte[i], self.rcnt[i] = (e >> 8) & 255, e & 255
+                else:
+                    self.rcnt[i] = 0
+
+    def _sm_update(self, k, j, y):
+        """§9.5 step 1: entry = q * 1024 + n; q moves toward the bit at rate rec(n)."""
+        q, n = self.sm[k][j] >> 10, self.sm[k][j] & 1023
+        q += asr((((1 << 22) - 1 if y else 0) - q) * REC[n], 16)
+        self.sm[k][j] = (q << 10) | min(n + 1, 1023)
+
+    def code(self, rd, c=None):
+        """One byte: decoded through rd (§9.1's bits, most significant first), or c learnt.  Returns it."""
+        m2, nh = self.model == 2, self.nh
+        for _ in range(8):
+            c0, bit, c1 = self.c0, self.bit, self.c8 & 255
+            node = c0 if bit < 4 else (1 << (bit - 4)) | (c0 & ((1 << (bit - 4)) - 1))
+            sts = [sl[node] for sl in self.cur] + [self.o1[c1 * 256 + c0], self.o0[c0]]
+            x = [ST[self.sm[k][st] >> 20] for k, st in enumerate(sts)]
+            mk = nh + 2                            # the match model's map and input
+            msel, midx = 0, None
+            if self.mlen > 0 and not self.mmiss:
+                b = self.hist[self.mptr]
+                if (b + 256) >> (8 - bit) == c0:
+                    n = self.mlen
+                    lb = n if n < 16 else 16 + min((n - 16) >> 3, 15)
+                    midx = 2 * lb + ((b >> (7 - bit)) & 1)
+                    msel = 1 if n < 8 else 2 if n < 16 else 3 if n < 32 else 4
+                else:
+                    self.mmiss = 1
+            x.append(ST[self.sm[mk][midx] >> 20] if midx is not None else 0)
+            x.append(256)
+            ridx = []
+            if m2:
+                x.append(0)                        # x16: the speller's input, never a run's
+                for i in range(12):
+                    rbi, rci = self.rbyte[i], self.rcnt[i]
+                    if rci > 0 and (rbi + 256) >> (8 - bit) == c0:
+                        j = 2 * min(rci, 15) + ((rbi >> (7 - bit)) & 1)
+                        ridx.append((17 + i, j))
+                        x.append(ST[self.sm[17 + i][j] >> 20])
+                    else:
+                        x.append(0)
+                x += [0, 0, 0]
+                seen = sum(1 for sl in self.cur[:4] if sl[node]) + (5 if self.mlen > 0 else 0)
+                col = self.pos - self.line
+                cb = col if col < 8 else 8 if col < 16 else 9 if col < 32 else 10 if col < 64 else 11
+                Ws = [self.w[0][c0], self.w[1][256 * msel + c1], self.w[2][256 * cb + c0],
+                      self.w[3][16 * (8 * seen + bit) + (c1 & 15)]]
+            else:
+                Ws = [self.w[0][c0], self.w[1][256 * msel + c1]]
+            ts = [max(-2047, min(2047, asr(sum(w * v for w, v in zip(W, x)), 16))) for W in Ws]
+            if m2:
+                FW = self.fw[c0]
+                t = max(-2047, min(2047, asr(sum(f * tj for f, tj in zip(FW, ts)), 16)))
+            else:
+                t = int((ts[0] + ts[1]) / 2)
+            pmix = squash(t)
+            u = t + 2048
+            lo, w = u >> 7, u & 127
+            As = [self.apm1[c0], self.apm2.setdefault(c1 * 256 + c0, list(self.apm_row))]
+            if m2:
+                r3 = ((hash64(self.c8 & 0xFFFFFF, 77) >> 14) ^ (c0 * 0x9E5)) % 4096
+                As.append(self.apm3.setdefault(r3, list(self.apm_row)))
+            pa, pb, *pc = [(A[lo] * (128 - w) + A[lo + 1] * w) >> 11 for A in As]
+            if m2:
+                p = (2 * pmix + 3 * pa + 3 * pb + 8 * pc[0] + 8) >> 4
+            else:
+                p = (pmix + 3 * ((pa + pb) // 2) + 2) >> 2
+            p = max(1, min(4095, p))
+            if rd is not None:
+                y = 1 if rd.decode([p, 4096 - p]) == 0 else 0
+            else:
+                y = (c >> (7 - bit)) & 1
+            for k, st in enumerate(sts):           # §9.5 step 1
+                self._sm_update(k, st, y)
+                if k < nh:
+                    self.cur[k][node] = NEX[st][y]
+                elif k == nh:
+                    self.o1[c1 * 256 + c0] = NEX[st][y]
+                else:
+                    self.o0[c0] = NEX[st][y]
+            if midx is not None:
+                self._sm_update(mk, midx, y)
+            for k, j in ridx:
+                self._sm_update(k, j, y)
+            if m2:                                 # step 2
+                lr = 32 + (12 << 16) // ((self.pos >> 4) + 4096)
+            else:
+                lr = 96 + (1 << 20) // ((self.pos >> 4) + 4096)
+            for W, tj in zip(Ws, ts):
+                err = (4096 * y - squash(tj)) * lr
+                for k, xk in enumerate(x):
+                    if xk:
+                        W[k] = max(-(1 << 24), min(1 << 24, W[k] + asr(xk * err, 18)))
+            if m2:
+                ef = (4096 * y - squash(t)) * 4
+                for j in range(4):
+                    FW[j] = max(-(1 << 24), min(1 << 24, FW[j] + asr(ts[j] * ef, 16)))
+            j = lo + (1 if w >= 64 else 0)         # step 3
+            for A in As:
+                A[j] += asr((65535 if y else 0) - A[j], 6)
+            self.c0, self.bit = 2 * c0 + y, bit + 1
+            if self.bit == 4:
+                self.cur = [self.slot(h ^ hash64(self.c0, 0x5BD1E995)) for h in self.h]
+        out = self.c0 & 255
+        self._byte_step(out)
+        return out
+
+
+def byte_block(run, model, payload, size, tracked):
+    """§9.1: (run, the bytes) of a byte-model block (payload = run byte, range-coder bytes) continuing run, or
+    starting a new run of byte model `model` (1 or 2, §9.7).  tracked: run is the group's (the run byte must be
+    0).  Corrupt on any violation."""
+    if not payload:
+        raise Corrupt("empty byte-model payload")
+    s = payload[0]
+    if s:
+        if tracked or not 10 <= s <= 23:
+            raise Corrupt("run byte")
+        run = ByteRun(model, s)
+        run.left = 1 << s
+    if run is None or run.left < size:
+        raise Corrupt("no run, or past its size")
+    rd = RangeDecoder(payload[1:])
+    out = bytes(run.code(rd) for _ in range(size))
+    rd.finish()
+    run.left -= size
+    return run, out
 
 
 # ---- §3.4 token match flag ----

@@ -1,6 +1,8 @@
 """test_format_reader.py: docs/format.md §1–§6 and §9 are complete: tests/format_reader.py, a second reader
 written from that text alone (numpy float32 and Python integers, no code shared with csrc/), decodes the
-word-model blocks of the golden vectors of formats 13 to 17 (codec/vectors/vectorset.py) to the vectors' bytes.
+word-model blocks of the golden vectors of formats 13 to 17 (codec/vectors/vectorset.py) to the vectors' bytes,
+and their byte-model blocks (§9.1-§9.5, byte model 1 of formats 13 to 15; §9.7, byte model 2 of formats 16 and
+17) where the runs are short and untracked (byte_vectors()).
 The word-model blocks of formats 15 and 16, and of format 17's untracked groups, are format 14's (format 15
 changed the encoder and added tracked groups, §7.2, format 16 the byte model, §9.7; neither is this reader's):
 vectors of formats 14 to 17 whose word-model blocks are the same byte for byte, for the same model and mode, are
@@ -41,7 +43,7 @@ import sys
 import pytest
 
 import nlmcodec
-from format_reader import Reader, word_blocks
+from format_reader import Reader, byte_block, word_blocks
 from nlmcodec import _registry
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codec" / "vectors"))
@@ -164,3 +166,53 @@ def test_second_reader_decodes_the_golden_vector(v):
             decoded += 1
         off += size
     assert off == len(raw) and decoded >= 1
+
+
+BYTE_MODEL_OF = {13: 1, 14: 1, 15: 1, 16: 2, 17: 2}    # formats.h's byte_model column (§9.7)
+BYTE_RUN_LIMIT = 4096        # bytes a vector's byte-model runs code, at most (pure Python: about 1 KB a second)
+
+
+def byte_vectors():
+    """One vector of each distinct coding of byte-model blocks (the byte model and the blocks' sizes and payloads)
+    whose runs code at most BYTE_RUN_LIMIT bytes, in groups that are not tracked (a tracked group's run learns its
+    other blocks too, §7.2: the vectors that have one code 210 KB and more, minutes of this reader)."""
+    seen, out = set(), []
+    for ver in sorted(DEFAULT_OF, reverse=True):        # (a coding is read as its newest format's)
+        for v in VS.ok_vectors(ver):
+            frame = v.frame()
+            if frame[:4] != b"\xb1NLM":
+                continue
+            blocks = word_blocks(frame)[1]
+            byte = tuple((size, payload) for _, kind, size, payload in blocks if kind == 3)
+            if not byte or any(start > 1 for start, *_ in blocks) or sum(n for n, _ in byte) > BYTE_RUN_LIMIT:
+                continue
+            if (BYTE_MODEL_OF[ver], byte) not in seen:
+                seen.add((BYTE_MODEL_OF[ver], byte))
+                out.append(v)
+    return sorted(out, key=lambda v: v.key)
+
+
+BYTE_VECTORS = byte_vectors()
+
+
+def test_byte_vectors_take_both_byte_models():
+    assert {BYTE_MODEL_OF[v.format_version] for v in BYTE_VECTORS} == {1, 2}
+    assert {v.name.split("-")[0] for v in BYTE_VECTORS if v.format_version == nlmcodec.FORMAT_VERSION} >= \
+        {"binary", "mixed", "concat"}
+
+
+@pytest.mark.parametrize("v", BYTE_VECTORS, ids=lambda v: v.key)
+def test_second_reader_decodes_the_byte_model_blocks(v):
+    """§9.1-§9.5 (byte model 1) and §9.7 (byte model 2): the vector's byte-model blocks decode to its bytes, each
+    run starting at its first block and carried over the next ones (a group start ends it)."""
+    frame, raw = v.frame(), v.raw()
+    off, run, decoded = 0, None, 0
+    for start, kind, size, payload in word_blocks(frame)[1]:
+        if start:
+            run = None
+        if kind == 3:
+            run, out = byte_block(run, BYTE_MODEL_OF[v.format_version], payload, size, False)
+            assert out == raw[off:off + size], f"block at {off}"
+            decoded += 1
+        off += size
+    assert decoded >= 1
