@@ -289,6 +289,40 @@ def squash(t):
     return SQ[max(-2047, min(2047, t)) + 2048]
 
 
+def find_slot(slots, tb, h):
+    """§9.3 slot_find in a table of 2^tb slots (a dict of the slots touched): the bucket of 4 at (h >> (32 - tb))
+    with its low 2 bits cleared, check byte h mod 256; a new slot replaces the first of the least used."""
+    base, chk = (h >> (32 - tb)) & ~3, h & 255
+    cand = [slots.setdefault(base + j, bytearray(16)) for j in range(4)]
+    for sl in cand:
+        if sl[0] == chk:
+            return sl
+    best = min(range(4), key=lambda j: (N0[cand[j][1]] + N1[cand[j][1]], j))
+    sl = cand[best]
+    sl[:] = bytes(16)
+    sl[0] = chk
+    return sl
+
+
+def sm_update(sm, j, y):
+    """§9.5 step 1 on state map sm's entry j: entry = q * 1024 + n; q moves toward the bit at rate rec(n)."""
+    q, n = sm[j] >> 10, sm[j] & 1023
+    q += asr((((1 << 22) - 1 if y else 0) - q) * REC[n], 16)
+    sm[j] = (q << 10) | min(n + 1, 1023)
+
+
+def word_line_step(m, c):
+    """Steps 1 (but the history) to 3 of §9.3's byte step on byte model m after byte c (m.pos counts it)."""
+    m.c8 = ((m.c8 << 8) | c) & M64
+    m.c0, m.bit, m.mmiss = 1, 0, 0
+    if 65 <= c <= 90 or 97 <= c <= 122 or c >= 128:
+        m.word = ((m.word + (c + 32 if 65 <= c <= 90 else c) + 1) * 0x2F0F3A55) & 0xFFFFFFFF
+    elif m.word:
+        m.pword, m.word = m.word, 0
+    if c == 10:
+        m.pline, m.line = m.line, m.pos
+
+
 class ByteModel:
     """§9.3-§9.5 with the speller's sizes and differences of §5.4 (ring of 2^20, tb 16, match 2^16,
     nlearn in the rate, x12 from the PPM, initial weights 4,096 and 49,152)."""
@@ -311,16 +345,7 @@ class ByteModel:
         self.stale = False
 
     def slot(self, h):
-        base, chk = (h >> (32 - self.TB)) & ~3, h & 255
-        cand = [self.slots.setdefault(base + j, bytearray(16)) for j in range(4)]
-        for sl in cand:
-            if sl[0] == chk:
-                return sl
-        best = min(range(4), key=lambda j: (N0[cand[j][1]] + N1[cand[j][1]], j))
-        sl = cand[best]
-        sl[:] = bytes(16)
-        sl[0] = chk
-        return sl
+        return find_slot(self.slots, self.TB, h)
 
     def see(self, c):
         """Steps 1-4 of §9.3's byte step."""
@@ -328,14 +353,7 @@ class ByteModel:
         self.hist[self.pos & mask] = c
         self.pos += 1
         pos = self.pos
-        self.c8 = ((self.c8 << 8) | c) & M64
-        self.c0, self.bit, self.mmiss = 1, 0, 0
-        if 65 <= c <= 90 or 97 <= c <= 122 or c >= 128:
-            self.word = ((self.word + (c + 32 if 65 <= c <= 90 else c) + 1) * 0x2F0F3A55) & 0xFFFFFFFF
-        elif self.word:
-            self.pword, self.word = self.word, 0
-        if c == 10:
-            self.pline, self.line = self.line, pos
+        word_line_step(self, c)
         if self.mlen > 0:
             if self.hist[self.mptr & mask] == c and self.mptr + 1 < pos:
                 self.mlen += 1
@@ -370,10 +388,7 @@ class ByteModel:
         self.stale = False
 
     def _sm_update(self, k, j, y):
-        """§9.5 step 1: entry = q * 1024 + n; q moves toward the bit at rate rec(n)."""
-        q, n = self.sm[k][j] >> 10, self.sm[k][j] & 1023
-        q += asr((((1 << 22) - 1 if y else 0) - q) * REC[n], 16)
-        self.sm[k][j] = (q << 10) | min(n + 1, 1023)
+        sm_update(self.sm[k], j, y)
 
     def code_byte(self, rd, tree):
         """Decode one byte (§9.4, §9.5 per bit; x12 from tree, the PPM's sums), then steps 1-4."""
@@ -474,17 +489,7 @@ class ByteRun:
         self.cur = [self.slot(hash64(0, i + 1)) for i in range(self.nh)]
 
     def slot(self, h):
-        """§9.3 slot_find: the bucket of 4 at (h >> (32 - tb)) with its low 2 bits cleared, check byte h mod 256."""
-        base, chk = (h >> (32 - self.tb)) & ~3, h & 255
-        cand = [self.slots.setdefault(base + j, bytearray(16)) for j in range(4)]
-        for sl in cand:
-            if sl[0] == chk:
-                return sl
-        best = min(range(4), key=lambda j: (N0[cand[j][1]] + N1[cand[j][1]], j))
-        sl = cand[best]
-        sl[:] = bytes(16)
-        sl[0] = chk
-        return sl
+        return find_slot(self.slots, self.tb, h)
 
     def _byte_step(self, c):
         """§9.7's run table update (model 2), then §9.3's byte step, steps 1-5."""
@@ -500,14 +505,7 @@ class ByteRun:
         hist.append(c)
         self.pos += 1
         pos = self.pos
-        self.c8 = ((self.c8 << 8) | c) & M64
-        self.c0, self.bit, self.mmiss = 1, 0, 0
-        if 65 <= c <= 90 or 97 <= c <= 122 or c >= 128:
-            self.word = ((self.word + (c + 32 if 65 <= c <= 90 else c) + 1) * 0x2F0F3A55) & 0xFFFFFFFF
-        elif self.word:
-            self.pword, self.word = self.word, 0
-        if c == 10:
-            self.pline, self.line = self.line, pos
+        word_line_step(self, c)
         if self.mlen > 0:
             if hist[self.mptr] == c and self.mptr + 1 < pos:
                 self.mlen += 1
@@ -548,10 +546,7 @@ class ByteRun:
                     self.rcnt[i] = 0
 
     def _sm_update(self, k, j, y):
-        """§9.5 step 1: entry = q * 1024 + n; q moves toward the bit at rate rec(n)."""
-        q, n = self.sm[k][j] >> 10, self.sm[k][j] & 1023
-        q += asr((((1 << 22) - 1 if y else 0) - q) * REC[n], 16)
-        self.sm[k][j] = (q << 10) | min(n + 1, 1023)
+        sm_update(self.sm[k], j, y)
 
     def code(self, rd, c=None):
         """One byte: decoded through rd (§9.1's bits, most significant first), or c learnt.  Returns it."""
