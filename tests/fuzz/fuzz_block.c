@@ -18,8 +18,8 @@
  * Two builds: clang -fsanitize=fuzzer,address,undefined (libFuzzer supplies main), or any compiler with
  * -DNLM_FUZZ_STANDALONE, whose main runs every file or directory given and then, with -runs=N, N inputs
  * made by mutating them (byte flips, overwrites, insertions, deletions, truncation, splices; a fixed
- * seed, -seed=S; at most -max_len=L bytes; stopping after -max_total_time=T seconds), and prints the
- * number of executions.
+ * seed, -seed=S; at most -max_len=L bytes; stopping after -max_total_time=T seconds, the given files'
+ * pass included), and prints the number of executions.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -232,14 +232,15 @@ int main(int argc, char** argv) {
         else if (argv[i][0] != '-') add_path(argv[i]);
     }
     long long execs = 0;
-    for (size_t i = 0; i < nseeds; i++, execs++) LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
+    time_t t0 = time(NULL); /* -max_total_time bounds the seeds' pass too (a short CI run on a loaded machine) */
+    for (size_t i = 0; i < nseeds && !(max_time > 0 && time(NULL) - t0 >= max_time); i++, execs++)
+        LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
     if (runs > 0 && !nseeds) {
         fprintf(stderr, "fuzz_block: -runs needs at least one seed file\n");
         return 2;
     }
     static uint8_t buf[1 << 17];
     if (max_len > sizeof buf) max_len = sizeof buf;
-    time_t t0 = time(NULL);
     for (long long r = 0; r < runs; r++, execs++) {
         if (max_time > 0 && (r & 255) == 0 && time(NULL) - t0 >= max_time) break;
         size_t s = (size_t)(next() % nseeds);
