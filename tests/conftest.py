@@ -46,11 +46,14 @@ def lane_modes(modes=(False, True, "heads"), ids=("static", "dynamic", "heads"))
 
 # The longest work units of the slow lane, longest first (CPU seconds of `pytest -m slow --durations`): under
 # --dist loadgroup a file's tests are one unit, and xdist hands units out in collection order, so these go
-# first and the short tests fill in after them instead of one worker finishing dickens alone at the end.
+# first and the short tests fill in after them instead of one worker finishing dickens alone at the end.  The
+# modules that build C programs in a module fixture are one unit each too (their xdist_group), or each worker
+# would build them (test_dual_build's five builds took 49 s of set-up in each worker).
 HEAVY_FIRST = ("dickens", "bible.txt", "test_threads_identical_frames_default_groups",
                f"test_second_reader_decodes_the_golden_vector[v{nlmcodec.FORMAT_VERSION}/news_64k-",
                f"test_second_reader_decodes_the_golden_vector[v{nlmcodec.FORMAT_VERSION}/fallback-",
-               "test_output_as_it_is_made_default_model", "reymont", "xml", "world192.txt",
+               "test_output_as_it_is_made_default_model", "dual_build", "vector_driver", "kernels", "lm_c", "coder",
+               "reymont", "xml", "world192.txt",
                "book1", "plrabn12.txt", "book2", "kennedy.xls", "lcet10.txt", "news")
 
 

@@ -12,7 +12,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available"),
-              pytest.mark.one_lane]   # no binding involved: the cffi lane skips it
+              pytest.mark.one_lane,   # no binding involved: the cffi lane skips it
+              pytest.mark.xdist_group("coder")]   # one worker builds the module's C programs, once
 
 
 def build(tmp_path, name, flavour):

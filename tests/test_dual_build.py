@@ -19,7 +19,8 @@ BUILDS = {"scalar-O0": ("gcc", "ref"), "simd-O2": ("gcc", "simd"), "simd-O3": ("
 CLANG_MISSING = "clang is not installed (.ci/run installs it with apt-get where it can)"
 
 pytestmark = [pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc"),
-              pytest.mark.one_lane]   # no binding involved: the cffi lane skips it
+              pytest.mark.one_lane,   # no binding involved: the cffi lane skips it
+              pytest.mark.xdist_group("dual_build")]   # one worker builds the module's C programs, once
 
 
 def sample_text(n_words, seed):

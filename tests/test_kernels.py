@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "c"))
 import cbuild  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available")
+pytestmark = [pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available"),
+              pytest.mark.xdist_group("kernels")]   # one worker builds the module's C programs, once
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,8 @@ def _load_reference():
 ref = _load_reference()
 
 pytestmark = [pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available"),
-              pytest.mark.one_lane]   # no binding involved: the cffi lane skips it
+              pytest.mark.one_lane,   # no binding involved: the cffi lane skips it
+              pytest.mark.xdist_group("lm_c")]   # one worker builds the module's C programs, once
 
 NAMES = ("E", "Ecase", "Egap", "Wx", "Wh", "bh", "Wc", "bc", "Wo", "bo", "Uc", "Bc", "Ug", "Bg")
 

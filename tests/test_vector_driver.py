@@ -20,7 +20,8 @@ sys.path.insert(0, str(cbuild.ROOT / ".ci" / "cross"))
 import lane  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not cbuild.have_gcc(), reason="gcc not available"),
-              pytest.mark.one_lane]   # no binding involved: the cffi lane skips it
+              pytest.mark.one_lane,   # no binding involved: the cffi lane skips it
+              pytest.mark.xdist_group("vector_driver")]   # one worker builds the module's C programs, once
 
 
 EXPORT = [sys.executable, str(cbuild.ROOT / ".ci" / "cross" / "export_blocks.py")]
