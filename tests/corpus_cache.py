@@ -145,7 +145,8 @@ def round_trips(path, adapt: bool) -> bool:
     f = frame(path, adapt)
     if adapt != F.DEFAULT_ADAPT:
         blocks = list(F.iter_blocks(f))
-        if not any(b[0] == F.BLOCK_MODEL for b in blocks) and list(F.iter_blocks(frame(path, F.DEFAULT_ADAPT))) == blocks:
+        default = list(F.iter_blocks(frame(path, F.DEFAULT_ADAPT)))
+        if not any(b[0] == F.BLOCK_MODEL for b in blocks) and default == blocks:
             return round_trips(path, F.DEFAULT_ADAPT)
     return nlmcodec.decompress(f) == read(path)
 

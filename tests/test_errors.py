@@ -21,7 +21,8 @@ def frames(tiny_model):
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.one_lane] if n in ("text-static", "text-dynamic")
-                                                else []) for n in ("text-static", "text-dynamic", "text-heads", "stored")])
+                                                else [])          # (the cffi lane: the default mode, heads)
+                                  for n in ("text-static", "text-dynamic", "text-heads", "stored")])
 def test_truncation_at_every_offset(frames, tiny_model, name):
     f = frames[name]
     for k in range(len(f)):
@@ -30,7 +31,8 @@ def test_truncation_at_every_offset(frames, tiny_model, name):
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.one_lane] if n in ("text-static", "text-dynamic")
-                                                else []) for n in ("text-static", "text-dynamic", "text-heads", "stored")])
+                                                else [])          # (the cffi lane: the default mode, heads)
+                                  for n in ("text-static", "text-dynamic", "text-heads", "stored")])
 def test_single_bit_flips(frames, tiny_model, name):
     f = frames[name]
     raw = nlmcodec.decompress(f, model=tiny_model)

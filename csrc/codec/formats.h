@@ -3,8 +3,8 @@
  * Owns: the mapping (format version, mode) -> the codec options its word-model blocks are coded with and the
  * byte model of its byte-model blocks (docs/format.md §7.4 and the format policy).  Its readers:
  * nlm_codec_reset_for and nlm_format_routes (codec.c) and nlm_bytecoder_new (bytecodec.c, through
- * nlm_format_byte_model).  A released
- * format's rows never change: a new format adds its own rows below the frozen ones.
+ * nlm_format_byte_model).  A released format's rows never change: a new format adds its own rows below the
+ * frozen ones.
  */
 #ifndef NLM_CODEC_FORMATS_H
 #define NLM_CODEC_FORMATS_H
