@@ -118,13 +118,18 @@ def test_blocks_file_carries_format_and_mode(exported):
         assert name.endswith(("-static", "-dynamic", "-heads")[mode]), (name, mode)
 
 
+def write_blocks(path, records):
+    """A blocks file of these records (their bytes, as read_blocks' offsets cut them from another)."""
+    path.write_bytes(b"NLMVBLKS" + len(records).to_bytes(4, "little") + b"".join(records))
+
+
 def _patched(vec, tmp_path, edit):
     """A blocks file of the one record that edit(blob, records) changes and returns (the driver replays it alone:
     its first vector is the changed one)."""
     blob = bytearray((vec / "blocks.bin").read_bytes())
     rec = edit(blob, read_blocks(vec / "blocks.bin"))
     bad = tmp_path / "blocks.bin"
-    bad.write_bytes(b"NLMVBLKS" + (1).to_bytes(4, "little") + bytes(blob[rec[6]:rec[7]]))
+    write_blocks(bad, [bytes(blob[rec[6]:rec[7]])])
     for f in vec.glob("*.nlmm"):
         (tmp_path / f.name).symlink_to(f)
     return bad
@@ -216,7 +221,7 @@ def exported_kn(tmp_path_factory):
     # test lane replays every format's vectors on the SIMD build, test_golden.py decodes them all)
     blob, recs = (d / "vec" / "blocks.bin").read_bytes(), read_blocks(d / "vec" / "blocks.bin")
     current = [blob[r[6]:r[7]] for r in recs if r[2] == _frame.FORMAT_VERSION]
-    (d / "vec" / "blocks_current.bin").write_bytes(b"NLMVBLKS" + len(current).to_bytes(4, "little") + b"".join(current))
+    write_blocks(d / "vec" / "blocks_current.bin", current)
     return exes, d / "vec"
 
 

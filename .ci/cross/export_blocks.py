@@ -192,8 +192,7 @@ def estimate(v, default_ids):
     if not size:
         return None
     model = _model_by_name(_registry.name_by_id(bytes.fromhex(v.model_id)) or v.model)
-    mode = {False: _core.native.MODE_STATIC, True: _core.native.MODE_DYNAMIC}.get(v.adapt, _core.native.MODE_HEADS)
-    return (size, *light_flags(v, model, info.format_version, mode, size, routed, default_ids))
+    return (size, *light_flags(v, model, info.format_version, _core.mode_of(v.adapt), size, routed, default_ids))
 
 
 @functools.lru_cache(maxsize=None)

@@ -89,6 +89,11 @@ def param_count(V, D, H, C, arch: int = 0):
 SPELLER_PPM, SPELLER_CM, SPELLER_CM_ALL = 0, 1, 2   # nlm.h NLM_SPELLER_* (CM_ALL: measurement only)
 
 
+def mode_of(adapt) -> int:
+    """The NLM_MODE_* of a coding mode (False static, True dynamic, "heads")."""
+    return native.MODE_HEADS if adapt == HEADS else native.MODE_DYNAMIC if adapt else native.MODE_STATIC
+
+
 class Codec:
     """A C codec context over a Model's shared native model (python/nlmcodec/_model.py).  Not thread-safe;
     any number of Codecs, on any threads, share one Model."""
@@ -100,7 +105,7 @@ class Codec:
         if not self._c.ok():
             check(self._c.err or -2, "model")
         self.adapt = HEADS if adapt == HEADS else bool(adapt)
-        self.mode = native.MODE_HEADS if adapt == HEADS else native.MODE_DYNAMIC if adapt else native.MODE_STATIC
+        self.mode = mode_of(adapt)
 
     def memory(self):
         """Bytes this context owns (its state and adapted weights; the shared model not included)."""
